@@ -1,0 +1,76 @@
+#pragma once
+/// The `weft` program's subcommands and the options every application shares.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "weft/exec/executor.hpp"
+#include "weft/graph/graph.hpp"
+
+namespace weft::cli {
+
+namespace po = boost::program_options;
+
+/// A subcommand of `weft`: `main` receives argv with argv[0] = "weft <name>" and returns the exit
+/// code. Errors are thrown (weft::ConfigError → the program prints one line and exits 2).
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(int argc, char** argv)> main;
+};
+
+/// Registers a subcommand; call from a static object in an application's OBJECT library:
+///   static weft::cli::Registrar reg{{"granulometry", "size distribution of a 3D volume", &run}};
+struct Registrar {
+  explicit Registrar(Command command);
+};
+[[nodiscard]] const std::vector<Command>& commands();
+
+/// Options every application accepts (--devices, --mapping, --trace, --overlap, --config, --log-level).
+struct CommonOptions {
+  std::string devices = "auto";   ///< cpu | gpu | all | auto (all GPUs if any, else CPUs)
+  std::string mapping;            ///< YAML mapping file, empty: automatic
+  std::string trace;              ///< Chrome/Perfetto trace output, empty: none
+  std::string write_mapping;      ///< write the effective mapping here, empty: no
+  std::string overlap = "on";     ///< on | off
+  std::string config;             ///< config file with option=value lines
+  std::string log_level = "info";
+  bool progress = true;           ///< progress bar on a terminal
+};
+void add_common_options(po::options_description& desc, CommonOptions& common);
+
+/// Parses the command line (and --config FILE if given) into `vm`, calling po::notify.
+/// Prints `usage` and `desc` and returns false when --help was asked; throws ConfigError on bad
+/// options (message names the option and value).
+[[nodiscard]] bool parse(int argc, char** argv, const po::options_description& desc,
+                         po::variables_map& vm, const std::string& usage,
+                         const po::positional_options_description* positional = nullptr);
+
+/// Maps the graph (Graph::place > --mapping FILE > automatic mapper over --devices), runs it with
+/// --overlap, writes --trace and --write-mapping if asked, and returns the run's statistics.
+/// Rethrows the first task error. Must be called on every rank (each builds the same graph).
+weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4);
+
+/// One-line progress bar on stderr when it is a terminal (and `enabled`); silent otherwise.
+class Progress {
+ public:
+  Progress(std::string label, long long total, bool enabled = true);
+  ~Progress();
+  void advance(long long n = 1);
+  void done();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+ private:
+  void draw(bool final);
+  std::string label_;
+  long long total_ = 0;
+  long long count_ = 0;
+  bool active_ = false;
+  double start_ = 0;
+  double last_draw_ = -1;
+};
+
+}  // namespace weft::cli

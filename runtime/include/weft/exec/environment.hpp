@@ -1,0 +1,59 @@
+#pragma once
+/// The process's place in the job: MPI (when launched by mpirun/srun), devices of every rank.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  std::uint64_t memory_bytes = 0;
+  int compute_major = 0, compute_minor = 0;
+  int multiprocessors = 0;
+};
+struct RankInfo {
+  int rank = 0;
+  std::string host;
+  int cpu_cores = 0;
+  std::uint64_t memory_bytes = 0;
+  std::vector<GpuInfo> gpus;
+};
+/// Every rank's devices, identical on all ranks.
+struct Cluster {
+  std::vector<RankInfo> ranks;
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(ranks.size()); }
+  [[nodiscard]] int gpu_count() const noexcept;  ///< over all ranks
+};
+
+/// Devices of this process only.
+[[nodiscard]] RankInfo local_devices(int rank = 0);
+
+/// One per process, created first in main(): initialises MPI when launched by mpirun/srun
+/// (MPI_THREAD_MULTIPLE; errors returned, never aborting), discovers every rank's devices, and
+/// finalises at the end. Without a launcher the job is one rank and MPI is not touched.
+class Environment {
+ public:
+  Environment(int& argc, char**& argv);
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  [[nodiscard]] static Environment* current() noexcept;
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  [[nodiscard]] bool distributed() const noexcept { return mpi_; }
+  [[nodiscard]] const Cluster& cluster() const noexcept { return cluster_; }
+  /// Aborts every rank with `code` (used after an error on one rank, so that none hangs).
+  [[noreturn]] void abort_all(int code) const;
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  bool mpi_ = false;
+  bool owns_mpi_ = false;
+  Cluster cluster_;
+};
+
+}  // namespace weft

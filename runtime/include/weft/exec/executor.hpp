@@ -1,0 +1,69 @@
+#pragma once
+/// Runs a graph: every edge a bounded channel, tokens in order, no global barrier.
+///
+///   weft::Executor executor;                 // options: channel capacity, overlap, trace
+///   executor.run(graph, mapping).wait();     // wait() rethrows the first task error
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/graph/graph.hpp"
+#include "weft/mapping/mapping.hpp"
+
+namespace weft {
+
+struct ExecutorOptions {
+  int channel_capacity = 4;  ///< tokens an edge holds (back-pressure beyond it)
+  bool overlap = true;       ///< false: every transfer and kernel is synchronous (for comparison)
+  std::string trace_file;    ///< Chrome/Perfetto JSON timeline, empty: no trace
+};
+
+/// Per task measurements after (or during) a run.
+struct TaskStats {
+  std::string task;
+  Place place;
+  std::uint64_t tokens = 0;
+  double busy_seconds = 0;      ///< time inside run()/run_cuda() (host side)
+  std::uint64_t bytes_in = 0;   ///< bytes moved to this task's memory from elsewhere
+};
+struct RunStats {
+  double seconds = 0;
+  std::vector<TaskStats> tasks;
+  std::uint64_t max_in_flight = 0;  ///< most tokens ever held by any one edge
+};
+
+class RunHandle;
+
+class Executor {
+ public:
+  explicit Executor(ExecutorOptions options = {});
+  ~Executor();
+  /// Starts the graph with the given mapping; returns at once.
+  [[nodiscard]] RunHandle run(Graph& graph, const Mapping& mapping);
+  [[nodiscard]] const ExecutorOptions& options() const noexcept { return options_; }
+
+ private:
+  ExecutorOptions options_;
+};
+
+/// A running graph. wait() blocks until every task has seen the end of stream and rethrows the
+/// first error raised by any task (on any rank).
+class RunHandle {
+ public:
+  RunHandle();
+  ~RunHandle();
+  RunHandle(RunHandle&&) noexcept;
+  RunHandle& operator=(RunHandle&&) noexcept;
+  void wait();
+  [[nodiscard]] RunStats stats() const;
+  /// Stops the run early (the tasks see the end of stream); wait() then returns.
+  void cancel();
+
+ private:
+  friend class Executor;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace weft

@@ -1,0 +1,72 @@
+#pragma once
+/// A graph is a value: tasks and the edges between their ports, plus optional placements
+/// requested through the API. Running it is the Executor's job.
+///
+///   weft::Graph g;
+///   auto& src = g.add<Counter>(10000);
+///   auto& sq = g.add<Square>();
+///   g.connect(src.out, sq.in);
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weft/graph/task.hpp"
+
+namespace weft {
+
+struct Edge {
+  Task* from = nullptr;
+  int from_port = 0;
+  Task* to = nullptr;
+  int to_port = 0;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Constructs a task in the graph and returns it; names must be unique.
+  template <class T, class... Args> T& add(Args&&... args) {
+    auto task = std::make_unique<T>(std::forward<Args>(args)...);
+    T& ref = *task;
+    add_task(std::move(task));
+    return ref;
+  }
+  Task& add_task(std::unique_ptr<Task> task);
+
+  /// Connects an output to an input of the same value type (checked at compile time).
+  template <class T> void connect(Out<T> from, In<T> to) { connect_ports(from.task, from.index, to.task, to.index); }
+  /// Connects by names ("task.port"); checked when called. Throws ConfigError.
+  void connect(std::string_view from, std::string_view to);
+
+  /// Requests a place for a task (the API mapping source; wins over files and the automatic mapper).
+  void place(const Task& task, Place where);
+  [[nodiscard]] std::optional<Place> requested_place(const Task& task) const;
+
+  [[nodiscard]] Task* find(std::string_view name) const;
+  [[nodiscard]] Task& at(std::string_view name) const;  ///< throws ConfigError if absent
+  [[nodiscard]] const std::vector<std::unique_ptr<Task>>& tasks() const noexcept { return tasks_; }
+  [[nodiscard]] const std::vector<Edge>& edges() const noexcept { return edges_; }
+  /// Edges leaving / entering a task, in port order.
+  [[nodiscard]] std::vector<Edge> out_edges(const Task& task) const;
+  [[nodiscard]] std::vector<Edge> in_edges(const Task& task) const;
+
+  /// Every input connected exactly once, every output at least once, no cycle. Throws ConfigError.
+  void validate() const;
+
+ private:
+  void connect_ports(Task* from, int from_port, Task* to, int to_port);
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<Edge> edges_;
+  std::vector<std::pair<const Task*, Place>> placements_;
+};
+
+}  // namespace weft

@@ -1,0 +1,125 @@
+#pragma once
+/// Tasks: user code with named, typed ports, a CPU implementation and optionally a CUDA one.
+///
+///   class Scale : public weft::Task {
+///    public:
+///     Scale() : Task("scale") {}
+///     weft::In<weft::Array> in = input<weft::Array>("in");
+///     weft::Out<weft::Array> out = output<weft::Array>("out");
+///     void run(weft::Context& ctx) override { ctx.put(out, scale_on_host(ctx.take(in))); }
+///   };
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weft/graph/value.hpp"
+#include "weft/mapping/place.hpp"
+
+namespace weft {
+
+class Task;
+class Context;
+
+/// Declared type of a port: a value kind and, for arrays, optionally a dtype and a rank.
+struct PortSpec {
+  std::string name;
+  int kind = 0;                     ///< ValueKind<T>::index
+  std::optional<DType> dtype;       ///< arrays: required element type, if any
+  int ndim = 0;                     ///< arrays: required number of dimensions, 0 = any
+};
+
+/// Handle to an input port of type T (held as a member of the task).
+template <class T> struct In {
+  Task* task = nullptr;
+  int index = -1;
+};
+/// Handle to an output port of type T.
+template <class T> struct Out {
+  Task* task = nullptr;
+  int index = -1;
+};
+
+/// Base class of every task. A task fires once per token: it takes one value from each input
+/// and puts exactly one value on each output. A task without inputs is a source: it fires until
+/// it calls ctx.end_stream(). A task never talks to MPI, NCCL or another device itself.
+class Task {
+ public:
+  explicit Task(std::string name);
+  virtual ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::vector<PortSpec>& inputs() const noexcept { return inputs_; }
+  [[nodiscard]] const std::vector<PortSpec>& outputs() const noexcept { return outputs_; }
+
+  /// CPU implementation: arrays taken from ctx are on the host.
+  virtual void run(Context& ctx) = 0;
+  /// Whether run_cuda exists; a task without it can only be placed on a CPU.
+  [[nodiscard]] virtual bool has_cuda() const { return false; }
+  /// CUDA implementation: arrays taken from ctx are on ctx.place()'s GPU; enqueue work on
+  /// weft::cuda_stream(ctx) and return without synchronising.
+  virtual void run_cuda(Context& ctx);
+  /// Whether run() may be skipped on a CPU place (a GPU-only task); default false.
+  [[nodiscard]] virtual bool has_cpu() const { return true; }
+
+  /// Called once on the task's place before the first token and after the last one.
+  virtual void start(Context& ctx) {}
+  virtual void stop(Context& ctx) {}
+
+  /// State for migration: a stateful task saves and loads its state at a token boundary.
+  [[nodiscard]] virtual bool stateful() const { return false; }
+  virtual void save(std::vector<std::byte>& out) const {}
+  virtual void load(std::span<const std::byte> in) {}
+
+  /// Rough relative cost per token, used by the automatic mapper before measurements exist.
+  [[nodiscard]] virtual double cost_hint() const { return 1.0; }
+
+ protected:
+  template <class T> In<T> input(std::string name, std::optional<DType> dtype = {}, int ndim = 0) {
+    inputs_.push_back({std::move(name), ValueKind<T>::index, dtype, ndim});
+    return {this, static_cast<int>(inputs_.size()) - 1};
+  }
+  template <class T> Out<T> output(std::string name, std::optional<DType> dtype = {}, int ndim = 0) {
+    outputs_.push_back({std::move(name), ValueKind<T>::index, dtype, ndim});
+    return {this, static_cast<int>(outputs_.size()) - 1};
+  }
+
+ private:
+  std::string name_;
+  std::vector<PortSpec> inputs_;
+  std::vector<PortSpec> outputs_;
+};
+
+/// What a task sees while it fires: its inputs, its outputs, its place and (on a GPU) its stream.
+class Context {
+ public:
+  virtual ~Context() = default;
+  template <class T> [[nodiscard]] T take(const In<T>& port) {
+    Value& v = input_value(port.index);
+    if (v.index() != ValueKind<T>::index) throw_kind_mismatch(port.index, ValueKind<T>::index);
+    return std::get<T>(std::move(v));
+  }
+  template <class T> void put(const Out<T>& port, T value) { put_value(port.index, Value(std::move(value))); }
+
+  /// An array on this task's memory (host pool, or the GPU's pool ordered on its stream).
+  [[nodiscard]] virtual Array alloc(DType type, Shape shape) = 0;
+  /// A source calls this instead of putting outputs: the stream has ended.
+  virtual void end_stream() = 0;
+  /// Index of the token being processed (0, 1, 2, ...).
+  [[nodiscard]] virtual std::uint64_t index() const = 0;
+  [[nodiscard]] virtual const Place& place() const = 0;
+  /// The GPU's compute stream (a cudaStream_t) for a task on a GPU, else nullptr.
+  [[nodiscard]] virtual void* stream() const = 0;
+  [[nodiscard]] virtual const Task& task() const = 0;
+
+ protected:
+  virtual Value& input_value(int index) = 0;
+  virtual void put_value(int index, Value value) = 0;
+  [[noreturn]] void throw_kind_mismatch(int port, int asked) const;
+};
+
+}  // namespace weft

@@ -1,0 +1,90 @@
+#pragma once
+/// Mapping: which place runs each task, kept apart from the graph. Sources, in order of
+/// precedence: the API (Graph::place), a YAML mapping file, the automatic mapper.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/exec/environment.hpp"
+#include "weft/graph/graph.hpp"
+#include "weft/mapping/place.hpp"
+
+namespace weft {
+
+/// The effective placement of every task of a graph.
+class Mapping {
+ public:
+  void set(const std::string& task, Place place) { places_[task] = place; }
+  [[nodiscard]] Place at(const std::string& task) const;  ///< throws ConfigError if unmapped
+  [[nodiscard]] bool contains(const std::string& task) const { return places_.count(task) != 0; }
+  [[nodiscard]] const std::map<std::string, Place>& places() const noexcept { return places_; }
+  /// YAML in the mapping-file schema (see mapping/README.md).
+  [[nodiscard]] std::string to_yaml(int ranks) const;
+
+ private:
+  std::map<std::string, Place> places_;
+};
+
+/// Which devices the automatic mapper may use (--devices).
+enum class DeviceChoice { automatic, cpu, gpu, all };
+[[nodiscard]] DeviceChoice parse_device_choice(const std::string& text);
+
+/// A source of placements. Returns nothing for a task it has no opinion on.
+class Mapper {
+ public:
+  virtual ~Mapper() = default;
+  [[nodiscard]] virtual std::optional<Place> place(const Task& task, const Graph& graph,
+                                                   const Cluster& cluster) const = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+/// Placements requested with Graph::place.
+class ApiMapper final : public Mapper {
+ public:
+  std::optional<Place> place(const Task& task, const Graph& graph, const Cluster&) const override;
+  std::string name() const override { return "api"; }
+};
+
+/// Placements from a YAML mapping file: task names or glob patterns → {rank, device}.
+class FileMapper final : public Mapper {
+ public:
+  explicit FileMapper(std::string path);  ///< parses now; throws ConfigError (file and line)
+  std::optional<Place> place(const Task& task, const Graph& graph, const Cluster&) const override;
+  std::string name() const override { return "file " + path_; }
+  /// Checks the file against a graph and a cluster: every pattern matches a task, every place
+  /// exists, every task placed on a GPU has a CUDA implementation. Throws ConfigError.
+  void check(const Graph& graph, const Cluster& cluster) const;
+  [[nodiscard]] int ranks() const noexcept { return ranks_; }
+
+ private:
+  struct Rule {
+    std::string pattern;
+    Place place;
+    int line = 0;
+  };
+  std::string path_;
+  int ranks_ = 0;
+  std::vector<Rule> rules_;
+};
+
+/// The default: tasks with a CUDA implementation spread over the chosen GPUs (round-robin over
+/// ranks and devices, keeping chains together), everything else on the CPU of rank 0... of the
+/// rank of its neighbours.
+class AutoMapper final : public Mapper {
+ public:
+  explicit AutoMapper(DeviceChoice choice = DeviceChoice::automatic) : choice_(choice) {}
+  std::optional<Place> place(const Task& task, const Graph& graph, const Cluster& cluster) const override;
+  std::string name() const override { return "auto"; }
+
+ private:
+  DeviceChoice choice_;
+};
+
+/// Asks each mapper in turn (first answer wins) for every task, then validates the result:
+/// every place exists in the cluster and every task can run there. Throws ConfigError.
+[[nodiscard]] Mapping map_graph(const Graph& graph, const Cluster& cluster,
+                                const std::vector<const Mapper*>& mappers);
+
+}  // namespace weft

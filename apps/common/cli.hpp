@@ -28,6 +28,17 @@ struct Registrar {
 };
 [[nodiscard]] const std::vector<Command>& commands();
 
+/// An application's graph with default options, so that `weft mapping check FILE --app NAME`
+/// can validate a mapping file against it without running anything.
+struct AppGraph {
+  std::string name;
+  std::function<weft::Graph()> build;
+};
+struct GraphRegistrar {
+  explicit GraphRegistrar(AppGraph graph);
+};
+[[nodiscard]] const std::vector<AppGraph>& app_graphs();
+
 /// Options every application accepts (--devices, --mapping, --trace, --overlap, --config, --log-level).
 struct CommonOptions {
   std::string devices = "auto";   ///< cpu | gpu | all | auto (all GPUs if any, else CPUs)

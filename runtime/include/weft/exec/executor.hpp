@@ -60,9 +60,10 @@ class RunHandle {
   /// Stops the run early (the tasks see the end of stream); wait() then returns.
   void cancel();
 
+  struct State;  ///< defined inside the library
+
  private:
   friend class Executor;
-  struct State;
   std::shared_ptr<State> state_;
 };
 

@@ -1,0 +1,107 @@
+#include "common/cli.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "weft/util/error.hpp"
+
+namespace weft::cli {
+
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+std::vector<AppGraph>& graph_registry() {
+  static std::vector<AppGraph> graphs;
+  return graphs;
+}
+
+Registrar::Registrar(Command command) { registry().push_back(std::move(command)); }
+GraphRegistrar::GraphRegistrar(AppGraph graph) { graph_registry().push_back(std::move(graph)); }
+const std::vector<AppGraph>& app_graphs() { return graph_registry(); }
+const std::vector<Command>& commands() { return registry(); }
+
+void add_common_options(po::options_description& desc, CommonOptions& c) {
+  po::options_description common("Common options");
+  common.add_options()
+      ("help,h", "show this help")
+      ("devices", po::value(&c.devices)->default_value(c.devices),
+       "where tasks may run: cpu, gpu, all, or auto (all GPUs of all ranks if there are any, else CPUs)")
+      ("mapping", po::value(&c.mapping), "YAML mapping file placing tasks on ranks and devices (see mapping/README.md)")
+      ("write-mapping", po::value(&c.write_mapping), "write the effective mapping to this YAML file")
+      ("trace", po::value(&c.trace), "write a Chrome/Perfetto timeline (JSON) of tasks and copies to this file")
+      ("overlap", po::value(&c.overlap)->default_value(c.overlap),
+       "on: copies and kernels of different tokens overlap; off: every step is synchronous")
+      ("config", po::value(&c.config), "read further options from this file (one 'option = value' per line)")
+      ("log-level", po::value(&c.log_level)->default_value(c.log_level), "trace, debug, info, warn, error or off")
+      ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar");
+  desc.add(common);
+}
+
+bool parse(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
+           const std::string& usage, const po::positional_options_description* positional) {
+  try {
+    auto parser = po::command_line_parser(argc, argv).options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n\n" << desc << "\n";
+      return false;
+    }
+    if (vm.count("config")) {
+      std::string file = vm["config"].as<std::string>();
+      std::ifstream in(file);
+      if (!in) throw ConfigError("--config: cannot open '" + file + "'");
+      po::store(po::parse_config_file(in, desc), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(std::string(argv[0]) + ": " + e.what());
+  }
+  return true;
+}
+
+Progress::Progress(std::string label, long long total, bool enabled)
+    : label_(std::move(label)), total_(total), active_(enabled && isatty(STDERR_FILENO)), start_(now_seconds()) {}
+
+Progress::~Progress() { done(); }
+
+void Progress::advance(long long n) {
+  count_ += n;
+  if (active_) draw(false);
+}
+
+void Progress::done() {
+  if (active_) {
+    draw(true);
+    std::fputc('\n', stderr);
+    active_ = false;
+  }
+}
+
+void Progress::draw(bool final) {
+  double t = now_seconds();
+  if (!final && t - last_draw_ < 0.1) return;
+  last_draw_ = t;
+  double frac = total_ > 0 ? std::min(1.0, static_cast<double>(count_) / static_cast<double>(total_)) : 0;
+  int width = 30, filled = static_cast<int>(frac * width);
+  std::string bar(filled, '#');
+  bar.resize(width, '.');
+  double elapsed = t - start_;
+  double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+  std::fprintf(stderr, "\r%s [%s] %lld/%lld  %.1fs elapsed, %.1fs left ", label_.c_str(), bar.c_str(), count_,
+               total_, elapsed, eta);
+  std::fflush(stderr);
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,62 @@
+// weft mapping check FILE --app NAME: validates a mapping file against an application's graph.
+#include <cstdio>
+#include <iostream>
+
+#include "common/cli.hpp"
+#include "weft/exec/environment.hpp"
+#include "weft/mapping/mapping.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::cli {
+namespace {
+
+int mapping_main(int argc, char** argv) {
+  std::string action, file, app;
+  int ranks = 0;
+  po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help")
+      ("action", po::value(&action), "check")
+      ("file", po::value(&file), "the mapping file (YAML)")
+      ("app", po::value(&app)->default_value("demo"), "the application whose graph the file maps")
+      ("ranks", po::value(&ranks)->default_value(0),
+       "check against this many ranks with this machine's devices (default: the file's 'ranks', else the job's)");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("file", 1);
+  po::variables_map vm;
+  std::string apps;
+  for (const auto& g : app_graphs()) apps += (apps.empty() ? "" : ", ") + g.name;
+  if (!parse(argc, argv, desc, vm, "usage: weft mapping check FILE --app NAME   (apps: " + apps + ")", &pos)) return 0;
+  if (action != "check") throw ConfigError("weft mapping: unknown action '" + action + "' (expected: check)");
+  if (file.empty()) throw ConfigError("weft mapping check: missing FILE");
+  const AppGraph* graph_def = nullptr;
+  for (const auto& g : app_graphs())
+    if (g.name == app) graph_def = &g;
+  if (!graph_def) throw ConfigError("--app: unknown application '" + app + "' (known: " + apps + ")");
+  FileMapper mapper(file);
+  const Environment* env = Environment::current();
+  Cluster cluster = env ? env->cluster() : Cluster{{local_devices(0)}};
+  int want = ranks ? ranks : mapper.ranks();
+  if (want > 0 && want != cluster.size()) {  // same devices on every hypothetical rank
+    RankInfo model = cluster.ranks.front();
+    cluster.ranks.clear();
+    for (int r = 0; r < want; ++r) {
+      model.rank = r;
+      cluster.ranks.push_back(model);
+    }
+  }
+  Graph graph = graph_def->build();
+  mapper.check(graph, cluster);
+  if (!env || env->rank() == 0) {
+    std::printf("%s: valid for app '%s' on %d rank%s\n", file.c_str(), app.c_str(), cluster.size(),
+                cluster.size() == 1 ? "" : "s");
+    for (const auto& t : graph.tasks())
+      if (auto p = mapper.place(*t, graph, cluster)) std::printf("  %-20s %s\n", t->name().c_str(), p->str().c_str());
+      else std::printf("  %-20s (automatic)\n", t->name().c_str());
+  }
+  return 0;
+}
+
+const Registrar reg{{"mapping", "check a mapping file: weft mapping check FILE --app NAME", &mapping_main}};
+
+}  // namespace
+}  // namespace weft::cli

@@ -1,0 +1,61 @@
+// The `weft` program: one subcommand per application plus `devices` and `mapping check`.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "common/cli.hpp"
+#include "weft/exec/environment.hpp"
+#include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+namespace {
+
+void usage() {
+  std::cout << "weft: task graphs over the CPUs and GPUs of a cluster\n\n"
+               "usage: weft <command> [options]     (weft <command> --help for its options)\n"
+               "       mpirun -np N weft <command> [options]\n\ncommands:\n";
+  for (const auto& c : weft::cli::commands()) std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int code = 0;
+  std::unique_ptr<weft::Environment> env;
+  try {
+    env = std::make_unique<weft::Environment>(argc, argv);
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+        std::strcmp(argv[1], "help") == 0) {
+      if (env->rank() == 0) usage();
+      return argc < 2 ? 2 : 0;
+    }
+    std::string name = argv[1];
+    for (const auto& c : weft::cli::commands()) {
+      if (c.name != name) continue;
+      std::string label = "weft " + name;
+      std::vector<char*> args{label.data()};
+      for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+      code = c.main(static_cast<int>(args.size()), args.data());
+      env.reset();
+      return code;
+    }
+    if (env->rank() == 0) std::fprintf(stderr, "weft: unknown command '%s' (weft --help lists them)\n", name.c_str());
+    return 2;
+  } catch (const weft::ConfigError& e) {
+    std::fprintf(stderr, "weft: error: %s\n", e.what());
+    code = 2;
+  } catch (const weft::RemoteError& e) {
+    std::fprintf(stderr, "weft: stopped: %s\n", e.what());
+    code = 2;
+  } catch (const weft::Error& e) {
+    std::fprintf(stderr, "weft: error: %s\n", e.describe().c_str());
+    code = 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft: error: %s\n", e.what());
+    code = 1;
+  }
+  // After an error under mpirun, end every rank now rather than risk a hang in MPI_Finalize.
+  if (env && env->distributed() && env->size() > 1) env->abort_all(code);
+  return code;
+}

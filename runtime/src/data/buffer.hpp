@@ -1,0 +1,40 @@
+#pragma once
+// Internal: pooled storage behind weft::Array.
+#ifndef WEFT_BUILDING_RUNTIME
+static_assert(false, "runtime/src headers are internal to the weft library");
+#endif
+#include <cstddef>
+
+#include "weft/data/array.hpp"
+
+namespace weft::detail {
+
+struct Buffer {
+  enum class Owner { host_pool, device_pool, external };
+  void* ptr = nullptr;
+  std::size_t capacity = 0;  // bytes reserved (pool size class)
+  Memory memory;
+  Owner owner = Owner::external;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+};
+
+// Host pool: size classes of powers of two, pinned (page-locked) when a GPU is present, so that
+// copies to and from devices run asynchronously at full speed. Thread-safe.
+void* host_pool_acquire(std::size_t bytes, std::size_t& capacity);
+void host_pool_release(void* ptr, std::size_t capacity) noexcept;
+struct HostPoolStats {
+  std::size_t allocations = 0;  // fresh allocations from the system
+  std::size_t reuses = 0;       // acquisitions served from the free lists
+  bool pinned = false;
+};
+HostPoolStats host_pool_stats();
+
+// Device pool (stream-ordered, backed by the CUDA memory pool of each device with an infinite
+// release threshold: memory freed by one token is reused by the next without cudaMalloc).
+void* device_pool_acquire(int device, std::size_t bytes, void* stream);
+void device_pool_release(int device, void* ptr) noexcept;  // ordered on the device's compute stream
+
+}  // namespace weft::detail

@@ -1,0 +1,76 @@
+#pragma once
+// Internal: a bounded, ordered, cancellable channel of tokens (one edge of the graph).
+#ifndef WEFT_BUILDING_RUNTIME
+static_assert(false, "runtime/src headers are internal to the weft library");
+#endif
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "exec/device.hpp"
+#include "weft/graph/value.hpp"
+
+namespace weft::detail {
+
+struct Token {
+  std::uint64_t index = 0;
+  bool end = false;
+  Value value;
+  std::shared_ptr<Event> ready;  // device arrays: completes when the producer's work is done
+};
+
+class Channel {
+ public:
+  explicit Channel(std::size_t capacity) : capacity_(capacity ? capacity : 1) {}
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  /// Blocks while full; false if the run was cancelled.
+  bool push(Token token) {
+    std::unique_lock lock(mutex_);
+    not_full_.wait(lock, [&] { return cancelled_ || queue_.size() < capacity_; });
+    if (cancelled_) return false;
+    queue_.push_back(std::move(token));
+    max_size_ = std::max(max_size_, queue_.size());
+    lock.unlock();
+    not_empty_.notify_one();
+    return true;
+  }
+  /// Blocks while empty; false if the run was cancelled.
+  bool pop(Token& token) {
+    std::unique_lock lock(mutex_);
+    not_empty_.wait(lock, [&] { return cancelled_ || !queue_.empty(); });
+    if (cancelled_) return false;
+    token = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    not_full_.notify_one();
+    return true;
+  }
+  void cancel() {
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_ = true;
+    }
+    not_full_.notify_all();
+    not_empty_.notify_all();
+  }
+  [[nodiscard]] std::size_t max_size() const {
+    std::lock_guard lock(mutex_);
+    return max_size_;
+  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<Token> queue_;
+  std::size_t capacity_;
+  std::size_t max_size_ = 0;
+  bool cancelled_ = false;
+};
+
+}  // namespace weft::detail

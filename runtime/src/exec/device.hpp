@@ -1,0 +1,63 @@
+#pragma once
+// Internal: the CUDA backend of the executor (streams, events, pools, copies). Without CUDA every
+// function reports zero GPUs, and those that need a GPU throw.
+#ifndef WEFT_BUILDING_RUNTIME
+static_assert(false, "runtime/src headers are internal to the weft library");
+#endif
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "weft/data/array.hpp"
+#include "weft/exec/environment.hpp"
+
+namespace weft::detail {
+
+[[nodiscard]] int gpu_count() noexcept;
+[[nodiscard]] std::vector<GpuInfo> list_gpus();
+[[nodiscard]] void* pinned_alloc(std::size_t bytes);
+void copy_to_host_sync(void* dst, const void* src, std::size_t bytes, int device);
+
+/// Streams of one GPU: kernels on `compute`, host→device copies on `h2d`, device→host on `d2h`.
+struct DeviceStreams {
+  void* compute = nullptr;
+  void* h2d = nullptr;
+  void* d2h = nullptr;
+};
+DeviceStreams& device_streams(int device);
+
+/// A recorded CUDA event, returned to a per-device pool when the last holder drops it.
+class Event {
+ public:
+  /// Records a new event on `stream` of `device`.
+  [[nodiscard]] static std::shared_ptr<Event> record(int device, void* stream);
+  void make_wait(void* stream) const;  ///< stream waits for the event (no host block)
+  void synchronize() const;            ///< host blocks until the event completed
+  [[nodiscard]] bool done() const;
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event() = default;
+
+ private:
+  int device_ = 0;
+  void* event_ = nullptr;
+};
+
+void synchronize_stream(int device, void* stream);
+
+/// Host array -> new device array of `device`; the copy runs on the h2d stream and the compute
+/// stream is made to wait for it. `done` is recorded after the copy (keep `src` alive until then).
+[[nodiscard]] Array copy_to_device(const Array& src, int device, std::shared_ptr<Event>& done);
+/// Device array -> new host array, after `ready` (if any); blocks until the copy completed.
+[[nodiscard]] Array copy_to_host(const Array& src, const Event* ready);
+/// Device array -> array on another GPU of this process (peer copy); compute of `device` waits.
+[[nodiscard]] Array copy_between_devices(const Array& src, int device, const Event* ready,
+                                         std::shared_ptr<Event>& done);
+
+}  // namespace weft::detail
+
+namespace weft::detail {
+/// Makes `device` current for the calling thread.
+void bind_device(int device);
+}  // namespace weft::detail

@@ -1,0 +1,377 @@
+// The streaming executor. Every task mapped to this rank is an actor driven by its own thread:
+// it pops one token from each input channel, brings arrays to its place (host or GPU, copies on
+// the copy streams), fires, and pushes one token on each output channel. Channels are bounded,
+// so a fast producer is held back, several tokens are in flight at once, and nothing waits on a
+// global barrier. A task thread may block in I/O or in a synchronous copy without stalling
+// others; GPU tasks only enqueue on their device's compute stream and pass on an event.
+#include "weft/exec/executor.hpp"
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "exec/channel.hpp"
+#include "exec/device.hpp"
+#include "exec/remote.hpp"
+#include "trace/trace.hpp"
+#include "weft/exec/environment.hpp"
+#include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+namespace weft {
+
+using detail::Channel;
+using detail::Event;
+using detail::Token;
+
+namespace {
+
+struct Node {
+  Task* task = nullptr;
+  Place place;
+  int lane = 0;
+  std::vector<Channel*> inputs;                // one per input port
+  std::vector<std::vector<Channel*>> outputs;  // per output port, one per consumer
+  TaskStats stats;
+};
+
+}  // namespace
+
+struct RunHandle::State {
+  ExecutorOptions options;
+  Graph* graph = nullptr;
+  Mapping mapping;
+  int rank = 0;
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<std::thread> threads;
+  std::unique_ptr<detail::RemoteLinks> remote;
+  detail::TraceRecorder trace;
+  std::chrono::steady_clock::time_point start;
+  double seconds = 0;
+  bool waited = false;
+
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  std::atomic<bool> cancelled{false};
+
+  void fail(std::exception_ptr e, const Node* node) {
+    {
+      std::lock_guard lock(error_mutex);
+      if (!error) {
+        if (node) {
+          try {
+            std::rethrow_exception(e);
+          } catch (Error& err) {
+            if (err.task().empty()) err.set_context(node->task->name(), node->place.str());
+            e = std::current_exception();
+          } catch (...) {
+          }
+        }
+        error = e;
+        if (remote) {
+          std::string text = "unknown error";
+          try {
+            std::rethrow_exception(error);
+          } catch (const Error& err) {
+            text = err.describe();
+          } catch (const std::exception& err) {
+            text = err.what();
+          } catch (...) {
+          }
+          remote->abort(text);
+        }
+      }
+    }
+    cancel();
+  }
+  void cancel() {
+    cancelled = true;
+    for (auto& c : channels) c->cancel();
+    if (remote) remote->cancel();
+  }
+};
+
+namespace {
+
+using State = RunHandle::State;
+
+class FiringContext final : public Context {
+ public:
+  FiringContext(State& run, Node& node) : run_(run), node_(node) {
+    values_.resize(node.task->inputs().size());
+    outputs_.resize(node.task->outputs().size());
+    if (node.place.is_gpu()) stream_ = detail::device_streams(node.place.device).compute;
+  }
+  Array alloc(DType type, Shape shape) override {
+    return node_.place.is_gpu() ? Array::device(type, shape, node_.place.device, stream_) : Array::host(type, shape);
+  }
+  void end_stream() override {
+    if (!node_.task->inputs().empty())
+      throw Error("task '" + node_.task->name() + "' called end_stream() but only sources may");
+    ended_ = true;
+  }
+  std::uint64_t index() const override { return index_; }
+  const Place& place() const override { return node_.place; }
+  void* stream() const override { return stream_; }
+  const Task& task() const override { return *node_.task; }
+
+  void begin(std::uint64_t index) {
+    index_ = index;
+    for (auto& o : outputs_) o.reset();
+  }
+  [[nodiscard]] bool ended() const { return ended_; }
+  std::vector<Value>& values() { return values_; }
+  std::vector<std::optional<Value>>& outputs() { return outputs_; }
+
+ protected:
+  Value& input_value(int index) override { return values_.at(index); }
+  void put_value(int index, Value value) override {
+    if (index < 0 || index >= static_cast<int>(outputs_.size()))
+      throw Error("task '" + node_.task->name() + "' put to an output it does not have");
+    const PortSpec& spec = node_.task->outputs()[index];
+    if (static_cast<int>(value.index()) != spec.kind)
+      throw Error("task '" + node_.task->name() + "' put a " + value_kind_name(static_cast<int>(value.index())) +
+                  " on output '" + spec.name + "' of type " + value_kind_name(spec.kind));
+    if (outputs_[index]) throw Error("task '" + node_.task->name() + "' put twice on output '" + spec.name + "'");
+    outputs_[index] = std::move(value);
+  }
+
+ private:
+  State& run_;
+  Node& node_;
+  std::vector<Value> values_;
+  std::vector<std::optional<Value>> outputs_;
+  void* stream_ = nullptr;
+  std::uint64_t index_ = 0;
+  bool ended_ = false;
+};
+
+// Brings an array to the node's place. Copies to a GPU are asynchronous: the source stays
+// alive in `pending` until its copy event completed.
+Array fetch_array(State& run, Node& node, Array a, const std::shared_ptr<Event>& ready,
+                  std::deque<std::pair<std::shared_ptr<Event>, Array>>& pending) {
+  Memory m = a.memory();
+  const Place& p = node.place;
+  double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+  Array out;
+  std::shared_ptr<Event> done;
+  if (!p.is_gpu()) {
+    if (m.is_host()) return a;
+    out = detail::copy_to_host(a, ready.get());
+  } else if (m.is_host()) {
+    out = detail::copy_to_device(a, p.device, done);
+  } else if (m.device_index != p.device) {
+    out = detail::copy_between_devices(a, p.device, ready.get(), done);
+  } else {
+    return a;
+  }
+  node.stats.bytes_in += a.bytes();
+  if (done) {
+    if (!run.options.overlap) done->synchronize();
+    pending.emplace_back(std::move(done), std::move(a));
+  }
+  if (run.trace.enabled())
+    run.trace.add({"copy to " + p.str(), "copy", node.lane, 0, t0, run.trace.now_us() - t0});
+  return out;
+}
+
+void drive(State& run, Node& node) {
+  Task& task = *node.task;
+  FiringContext ctx(run, node);
+  std::deque<std::pair<std::shared_ptr<Event>, Array>> pending;
+  const bool gpu = node.place.is_gpu();
+  auto retire = [&](bool all) {
+    while (!pending.empty() && (all || pending.front().first->done())) {
+      if (all) pending.front().first->synchronize();
+      pending.pop_front();
+    }
+  };
+  try {
+    if (gpu) detail::bind_device(node.place.device);
+    task.start(ctx);
+    for (std::uint64_t index = 0;; ++index) {
+      ctx.begin(index);
+      if (node.inputs.empty()) {
+        if (run.cancelled) return;
+      } else {
+        bool end = false;
+        for (std::size_t p = 0; p < node.inputs.size(); ++p) {
+          Token t;
+          if (!node.inputs[p]->pop(t)) return;  // cancelled
+          if (t.end) {
+            end = true;
+            continue;
+          }
+          if (t.index != index)
+            throw Error("internal: token " + std::to_string(t.index) + " arrived where " + std::to_string(index) +
+                        " was expected on input '" + task.inputs()[p].name + "'");
+          if (auto* a = std::get_if<Array>(&t.value))
+            ctx.values()[p] = fetch_array(run, node, std::move(*a), t.ready, pending);
+          else
+            ctx.values()[p] = std::move(t.value);
+        }
+        if (end) {
+          // Every input ends at the same index in a well-formed graph; drain the others.
+          for (auto* in : node.inputs) {
+            Token t;
+            while (in->pop(t) && !t.end) {
+            }
+          }
+          break;
+        }
+      }
+      double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+      auto c0 = std::chrono::steady_clock::now();
+      if (gpu) task.run_cuda(ctx);
+      else task.run(ctx);
+      node.stats.busy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      if (run.trace.enabled()) run.trace.add({task.name(), "task", node.lane, index, t0, run.trace.now_us() - t0});
+      if (ctx.ended()) break;
+      ++node.stats.tokens;
+      std::shared_ptr<Event> ready;
+      for (std::size_t p = 0; p < node.outputs.size(); ++p) {
+        auto& v = ctx.outputs()[p];
+        if (!v) throw Error("task '" + task.name() + "' did not put a value on output '" + task.outputs()[p].name + "'");
+        if (const auto* a = std::get_if<Array>(&*v); a && !a->empty() && !a->memory().is_host() && !ready && gpu)
+          ready = Event::record(node.place.device, ctx.stream());
+      }
+      if (gpu && !run.options.overlap) detail::synchronize_stream(node.place.device, ctx.stream());
+      for (std::size_t p = 0; p < node.outputs.size(); ++p) {
+        auto& consumers = node.outputs[p];
+        for (std::size_t c = 0; c < consumers.size(); ++c) {
+          Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], ready};
+          if (!consumers[c]->push(std::move(t))) return;
+        }
+      }
+      if (!pending.empty()) retire(false);
+    }
+    if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
+    retire(true);
+    task.stop(ctx);
+    if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
+    for (auto& consumers : node.outputs)
+      for (auto* c : consumers) c->push(Token{0, true, {}, {}});
+  } catch (...) {
+    run.fail(std::current_exception(), &node);
+  }
+}
+
+}  // namespace
+
+Executor::Executor(ExecutorOptions options) : options_(std::move(options)) {
+  if (options_.channel_capacity < 1)
+    throw ConfigError("channel capacity must be at least 1, got " + std::to_string(options_.channel_capacity));
+}
+Executor::~Executor() = default;
+
+RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
+  graph.validate();
+  auto state = std::make_shared<State>();
+  State& run = *state;
+  run.options = options_;
+  run.graph = &graph;
+  run.mapping = mapping;
+  const Environment* env = Environment::current();
+  run.rank = env ? env->rank() : 0;
+  if (!options_.trace_file.empty()) run.trace.enable();
+
+  std::map<const Task*, Node*> local;
+  for (const auto& t : graph.tasks()) {
+    Place p = mapping.at(t->name());
+    if (p.rank != run.rank) continue;
+    auto node = std::make_unique<Node>();
+    node->task = t.get();
+    node->place = p;
+    node->lane = static_cast<int>(run.nodes.size());
+    node->inputs.resize(t->inputs().size(), nullptr);
+    node->outputs.resize(t->outputs().size());
+    node->stats.task = t->name();
+    node->stats.place = p;
+    local[t.get()] = node.get();
+    run.nodes.push_back(std::move(node));
+  }
+  for (const Edge& e : graph.edges()) {
+    Node* from = local.count(e.from) ? local[e.from] : nullptr;
+    Node* to = local.count(e.to) ? local[e.to] : nullptr;
+    if (!from && !to) continue;
+    run.channels.push_back(std::make_unique<Channel>(options_.channel_capacity));
+    Channel* ch = run.channels.back().get();
+    if (from) from->outputs[e.from_port].push_back(ch);
+    if (to) to->inputs[e.to_port] = ch;
+    if (!from || !to) {
+      if (!run.remote) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);
+      Place other = mapping.at((from ? e.to : e.from)->name());
+      if (from) run.remote->add_sender(e, ch, other.rank, graph);
+      else run.remote->add_receiver(e, ch, other.rank, graph);
+    }
+  }
+  if (env && env->distributed() && env->size() > 1 && !run.remote)
+    run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // error notices, trace
+  for (auto& n : run.nodes) run.trace.name_lane(n->lane, n->task->name() + " @ " + n->place.str());
+  run.start = std::chrono::steady_clock::now();
+  if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
+  for (auto& n : run.nodes) {
+    Node* node = n.get();
+    run.threads.emplace_back([state, node] { drive(*state, *node); });
+  }
+  RunHandle handle;
+  handle.state_ = state;
+  return handle;
+}
+
+RunHandle::RunHandle() = default;
+RunHandle::~RunHandle() {
+  if (state_ && !state_->waited) {
+    try {
+      cancel();
+      wait();
+    } catch (...) {
+    }
+  }
+}
+RunHandle::RunHandle(RunHandle&&) noexcept = default;
+RunHandle& RunHandle::operator=(RunHandle&&) noexcept = default;
+
+void RunHandle::wait() {
+  if (!state_) return;
+  State& run = *state_;
+  if (!run.waited) {
+    for (auto& t : run.threads) t.join();
+    if (run.remote) run.remote->finish();
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+    run.waited = true;
+    if (!run.options.trace_file.empty()) {
+      std::string local = run.trace.events_json(run.rank, 0);
+      std::string all = run.remote ? run.remote->gather_trace(local, run.trace) : local;
+      if (run.rank == 0) {
+        std::string tmp = run.options.trace_file + ".tmp";
+        {
+          std::ofstream f(tmp);
+          if (!f) throw IoError("cannot write trace file '" + run.options.trace_file + "'");
+          f << "{\"traceEvents\":[\n" << all << "\n],\"displayTimeUnit\":\"ms\"}\n";
+        }
+        std::rename(tmp.c_str(), run.options.trace_file.c_str());
+      }
+    }
+  }
+  if (run.error) std::rethrow_exception(run.error);
+}
+
+RunStats RunHandle::stats() const {
+  RunStats s;
+  if (!state_) return s;
+  s.seconds = state_->seconds;
+  for (const auto& n : state_->nodes) s.tasks.push_back(n->stats);
+  for (const auto& c : state_->channels) s.max_in_flight = std::max<std::uint64_t>(s.max_in_flight, c->max_size());
+  return s;
+}
+
+void RunHandle::cancel() {
+  if (state_) state_->cancel();
+}
+
+}  // namespace weft

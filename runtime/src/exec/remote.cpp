@@ -1,0 +1,407 @@
+#include "exec/remote.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "weft/exec/environment.hpp"
+#include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+namespace weft::detail {
+namespace {
+
+constexpr int kControlTag = 1;
+constexpr int kTraceTag = 2;
+constexpr std::size_t kChunk = std::size_t(1) << 30;  // MPI counts are int: send in 1 GiB pieces
+int edge_tag(int edge, int kind) { return 16 + 4 * edge + kind; }  // kind 0 header, 1 payload, 2 credit
+
+struct Header {
+  std::uint64_t index = 0;
+  std::int32_t end = 0;
+  std::int32_t kind = 0;
+  std::int32_t dtype = 0;
+  std::int32_t ndim = 0;
+  std::int64_t dims[3] = {0, 0, 0};
+  std::uint64_t bytes = 0;
+};
+
+// One MPI operation handed to the progress thread.
+struct Op {
+  bool send = true;
+  void* buffer = nullptr;
+  std::size_t bytes = 0;
+  int peer = 0;
+  int tag = 0;
+  std::shared_ptr<void> keep;  // keeps the buffer alive until completion
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool posted = false;
+  bool control = false;  // error notices: given time to leave even after a cancellation
+  std::atomic<bool> done{false};
+};
+
+}  // namespace
+
+struct RemoteLinks::Impl {
+  int rank = 0;
+  int size = 1;
+  ExecutorOptions options;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::function<void(std::exception_ptr)> on_error;
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::shared_ptr<Op>> submitted;
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> stop_progress{false};
+  std::atomic<bool> remote_failure{false};
+  std::atomic<bool> aborted{false};
+  std::thread progress;
+  std::vector<std::thread> workers;
+  std::vector<std::function<void()>> bodies;
+  char control_buffer[4096] = {};
+
+  std::shared_ptr<Op> submit(bool send, void* buffer, std::size_t bytes, int peer, int tag, std::shared_ptr<void> keep = {}) {
+    auto op = std::make_shared<Op>();
+    op->send = send;
+    op->buffer = buffer;
+    op->bytes = bytes;
+    op->peer = peer;
+    op->tag = tag;
+    op->keep = std::move(keep);
+    {
+      std::lock_guard lock(mutex);
+      submitted.push_back(op);
+    }
+    return op;
+  }
+  // Waits for an operation; false if the run was cancelled first.
+  bool wait(const std::shared_ptr<Op>& op) {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return op->done.load() || cancelled.load(); });
+    return op->done.load();
+  }
+  // Sends `bytes` in chunks; returns the operations.
+  void send_bytes(std::vector<std::shared_ptr<Op>>& ops, void* data, std::size_t bytes, int peer, int tag,
+                  std::shared_ptr<void> keep) {
+    auto* p = static_cast<char*>(data);
+    std::size_t off = 0;
+    do {
+      std::size_t n = std::min(kChunk, bytes - off);
+      ops.push_back(submit(true, p + off, n, peer, tag, keep));
+      off += n;
+    } while (off < bytes);
+  }
+  bool recv_bytes(void* data, std::size_t bytes, int peer, int tag) {
+    auto* p = static_cast<char*>(data);
+    std::size_t off = 0;
+    std::vector<std::shared_ptr<Op>> ops;
+    do {
+      std::size_t n = std::min(kChunk, bytes - off);
+      ops.push_back(submit(false, p + off, n, peer, tag));
+      off += n;
+    } while (off < bytes);
+    for (auto& op : ops)
+      if (!wait(op)) return false;
+    return true;
+  }
+
+  void fail_local(std::exception_ptr e) {
+    if (on_error) on_error(e);
+  }
+
+  void progress_loop() {
+    std::list<std::shared_ptr<Op>> active;
+    MPI_Request control = MPI_REQUEST_NULL;
+    MPI_Irecv(control_buffer, sizeof control_buffer - 1, MPI_CHAR, MPI_ANY_SOURCE, kControlTag, comm, &control);
+    int idle = 0;
+    long drain_loops = 0;
+    while (true) {
+      bool any = false;
+      {
+        std::lock_guard lock(mutex);
+        while (!submitted.empty()) {
+          active.push_back(std::move(submitted.front()));
+          submitted.pop_front();
+        }
+      }
+      for (auto it = active.begin(); it != active.end();) {
+        Op& op = **it;
+        if (!op.posted) {
+          int rc = op.send ? MPI_Isend(op.buffer, static_cast<int>(op.bytes), MPI_BYTE, op.peer, op.tag, comm, &op.request)
+                           : MPI_Irecv(op.buffer, static_cast<int>(op.bytes), MPI_BYTE, op.peer, op.tag, comm, &op.request);
+          if (rc != MPI_SUCCESS) {
+            fail_local(std::make_exception_ptr(MpiError("MPI_Isend/Irecv failed on the progress thread", rc)));
+            op.done = true;
+          }
+          op.posted = true;
+          any = true;
+        }
+        int flag = 0;
+        if (!op.done && op.request != MPI_REQUEST_NULL) MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
+        if (flag || op.done) {
+          op.done = true;
+          op.keep.reset();
+          it = active.erase(it);
+          any = true;
+          std::lock_guard lock(mutex);
+          changed.notify_all();
+        } else {
+          ++it;
+        }
+      }
+      if (control != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Status status;
+        MPI_Test(&control, &flag, &status);
+        if (flag) {
+          remote_failure = true;
+          std::string text(control_buffer);
+          fail_local(std::make_exception_ptr(RemoteError(text)));
+          any = true;
+        }
+      }
+      if (stop_progress) {
+        if (active.empty()) break;
+        if (cancelled) {
+          bool control_left = std::any_of(active.begin(), active.end(), [](const auto& op) { return op->control; });
+          if (!control_left || ++drain_loops > 200000) break;
+        }
+      }
+      if (any) {
+        idle = 0;
+      } else if (++idle > 2000) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    // Leftovers (only after a cancellation): cancel receives, let sends go.
+    for (auto& op : active) {
+      if (op->request != MPI_REQUEST_NULL) {
+        if (!op->send) MPI_Cancel(&op->request);
+        MPI_Request_free(&op->request);
+      }
+    }
+    if (control != MPI_REQUEST_NULL) {
+      MPI_Cancel(&control);
+      MPI_Request_free(&control);
+    }
+    std::lock_guard lock(mutex);
+    changed.notify_all();
+  }
+};
+
+RemoteLinks::RemoteLinks(int rank, const ExecutorOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->rank = rank;
+  impl_->options = options;
+  MPI_Comm_size(MPI_COMM_WORLD, &impl_->size);
+  // A communicator per run, so that no message of one run can reach another.
+  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
+  if (rc != MPI_SUCCESS) throw MpiError("MPI_Comm_dup failed", rc);
+  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
+}
+
+RemoteLinks::~RemoteLinks() {
+  finish();
+  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+}
+
+void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Graph& graph) {
+  int id = static_cast<int>(&edge - graph.edges().data());
+  Impl* impl = impl_.get();
+  int capacity = impl->options.channel_capacity;
+  impl->bodies.push_back([impl, source, to, id, capacity] {
+    try {
+      int credits = 0;
+      std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
+      while (true) {
+        Token t;
+        if (!source->pop(t)) return;
+        auto header = std::make_shared<Header>();
+        header->index = t.index;
+        header->end = t.end ? 1 : 0;
+        header->kind = static_cast<int>(t.value.index());
+        std::shared_ptr<void> keep;
+        void* data = nullptr;
+        if (auto* a = std::get_if<Array>(&t.value)) {
+          Array host = a->memory().is_host() ? *a : copy_to_host(*a, t.ready.get());
+          header->dtype = static_cast<int>(host.dtype());
+          header->ndim = host.shape().ndim();
+          for (int i = 0; i < header->ndim; ++i) header->dims[i] = host.shape()[i];
+          header->bytes = host.bytes();
+          data = host.raw();
+          keep = std::make_shared<Array>(host);
+        } else if (!t.end) {
+          auto bytes = std::make_shared<std::vector<char>>();
+          std::visit([&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
+              bytes->resize(sizeof v);
+              std::memcpy(bytes->data(), &v, sizeof v);
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              bytes->assign(v.begin(), v.end());
+            } else if constexpr (std::is_same_v<V, std::vector<double>> || std::is_same_v<V, std::vector<std::int64_t>>) {
+              bytes->resize(v.size() * sizeof(typename V::value_type));
+              if (!v.empty()) std::memcpy(bytes->data(), v.data(), bytes->size());
+            }
+          }, t.value);
+          header->bytes = bytes->size();
+          data = bytes->data();
+          keep = bytes;
+        }
+        while (credits == 0 && !t.end) {  // wait for the receiver to grant room
+          auto c = std::make_shared<std::int32_t>(0);
+          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag(id, 2), c);
+          if (!impl->wait(op)) return;
+          credits += *c;
+        }
+        std::vector<std::shared_ptr<Op>> ops;
+        ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag(id, 0), header));
+        if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag(id, 1), keep);
+        if (!t.end) --credits;
+        in_flight.push_back(std::move(ops));
+        // Double buffering: at most two tokens' sends outstanding per edge.
+        while (in_flight.size() > 2 || (t.end && !in_flight.empty())) {
+          for (auto& op : in_flight.front())
+            if (!impl->wait(op)) return;
+          in_flight.pop_front();
+        }
+        if (t.end) return;
+      }
+      (void)capacity;
+    } catch (...) {
+      impl->fail_local(std::current_exception());
+    }
+  });
+}
+
+void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph) {
+  int id = static_cast<int>(&edge - graph.edges().data());
+  Impl* impl = impl_.get();
+  int capacity = impl->options.channel_capacity;
+  impl->bodies.push_back([impl, sink, from, id, capacity] {
+    try {
+      auto grant = [&](int n) {
+        auto c = std::make_shared<std::int32_t>(n);
+        impl->submit(true, c.get(), sizeof(std::int32_t), from, edge_tag(id, 2), c);
+      };
+      grant(capacity);
+      while (true) {
+        Header h;
+        auto op = impl->submit(false, &h, sizeof h, from, edge_tag(id, 0));
+        if (!impl->wait(op)) return;
+        Token t;
+        t.index = h.index;
+        t.end = h.end != 0;
+        if (!t.end) {
+          if (h.kind == 1) {
+            Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
+                                                                      : Shape(h.dims[0], h.dims[1], h.dims[2]);
+            Array a = Array::host(static_cast<DType>(h.dtype), shape);
+            if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag(id, 1))) return;
+            t.value = std::move(a);
+          } else {
+            std::vector<char> bytes(h.bytes);
+            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag(id, 1))) return;
+            switch (h.kind) {
+              case 2: { std::int64_t v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
+              case 3: { double v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
+              case 4: t.value = std::string(bytes.begin(), bytes.end()); break;
+              case 5: { std::vector<double> v(h.bytes / 8); if (h.bytes) std::memcpy(v.data(), bytes.data(), h.bytes); t.value = std::move(v); break; }
+              case 6: { std::vector<std::int64_t> v(h.bytes / 8); if (h.bytes) std::memcpy(v.data(), bytes.data(), h.bytes); t.value = std::move(v); break; }
+              default: throw Error("received a token of unknown kind " + std::to_string(h.kind));
+            }
+          }
+        }
+        bool end = t.end;
+        if (!sink->push(std::move(t))) return;
+        if (end) return;
+        grant(1);
+      }
+    } catch (...) {
+      impl->fail_local(std::current_exception());
+    }
+  });
+}
+
+void RemoteLinks::start(std::function<void(std::exception_ptr)> on_error) {
+  impl_->on_error = std::move(on_error);
+  impl_->progress = std::thread([impl = impl_.get()] { impl->progress_loop(); });
+  for (auto& body : impl_->bodies) impl_->workers.emplace_back(body);
+}
+
+void RemoteLinks::abort(const std::string& reason) {
+  Impl& impl = *impl_;
+  if (!impl.remote_failure && !impl.aborted.exchange(true)) {
+    auto text = std::make_shared<std::string>("rank " + std::to_string(impl.rank) + ": " + reason);
+    if (text->size() > sizeof impl.control_buffer - 2) text->resize(sizeof impl.control_buffer - 2);
+    for (int r = 0; r < impl.size; ++r) {
+      if (r == impl.rank) continue;
+      auto op = impl.submit(true, text->data(), text->size() + 1, r, kControlTag, text);
+      op->control = true;
+    }
+  }
+  cancel();
+}
+
+void RemoteLinks::cancel() {
+  Impl& impl = *impl_;
+  if (impl.cancelled.exchange(true)) return;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.changed.notify_all();
+  }
+}
+
+void RemoteLinks::finish() {
+  Impl& impl = *impl_;
+  for (auto& w : impl.workers)
+    if (w.joinable()) w.join();
+  impl.workers.clear();
+  if (impl.progress.joinable()) {
+    impl.stop_progress = true;
+    impl.progress.join();
+  }
+}
+
+std::string RemoteLinks::gather_trace(const std::string& local_events, const TraceRecorder& recorder) {
+  Impl& impl = *impl_;
+  std::string all = impl.rank == 0 ? local_events : std::string();
+  for (int r = 1; r < impl.size; ++r) {
+    if (impl.rank == 0) {
+      // Ping-pong to estimate rank r's clock relative to ours.
+      double t0 = recorder.now_us(), tr = 0;
+      MPI_Send(&t0, 1, MPI_DOUBLE, r, kTraceTag, impl.comm);
+      MPI_Recv(&tr, 1, MPI_DOUBLE, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      double t2 = recorder.now_us();
+      double offset = (t0 + t2) / 2 - tr;
+      MPI_Send(&offset, 1, MPI_DOUBLE, r, kTraceTag, impl.comm);
+      int len = 0;
+      MPI_Recv(&len, 1, MPI_INT, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      std::string text(len, '\0');
+      MPI_Recv(text.data(), len, MPI_CHAR, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      if (!text.empty()) all += (all.empty() ? "" : ",\n") + text;
+    } else if (impl.rank == r) {
+      double t0 = 0, offset = 0;
+      MPI_Recv(&t0, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      double now = recorder.now_us();
+      MPI_Send(&now, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm);
+      MPI_Recv(&offset, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      std::string text = recorder.events_json(impl.rank, offset);
+      int len = static_cast<int>(text.size());
+      MPI_Send(&len, 1, MPI_INT, 0, kTraceTag, impl.comm);
+      MPI_Send(text.data(), len, MPI_CHAR, 0, kTraceTag, impl.comm);
+    }
+  }
+  return all;
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,50 @@
+#pragma once
+// Internal: edges that cross ranks. A sender thread per outgoing edge and a receiver thread per
+// incoming edge do the blocking work (device→host staging, waiting for credit, pushing into the
+// local channel); one progress thread is the only caller of MPI during a run. Flow control is by
+// credits: a receiver grants `channel_capacity` tokens and returns one each time it delivered one,
+// so back-pressure crosses ranks. An error on any rank is broadcast on a control tag and stops
+// every rank.
+#ifndef WEFT_BUILDING_RUNTIME
+static_assert(false, "runtime/src headers are internal to the weft library");
+#endif
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "exec/channel.hpp"
+#include "trace/trace.hpp"
+#include "weft/exec/executor.hpp"
+
+namespace weft::detail {
+
+class RemoteLinks {
+ public:
+  RemoteLinks(int rank, const ExecutorOptions& options);
+  ~RemoteLinks();
+  RemoteLinks(const RemoteLinks&) = delete;
+  RemoteLinks& operator=(const RemoteLinks&) = delete;
+
+  /// Tokens popped from `source` are sent to rank `to` (edge ids come from the graph's order).
+  void add_sender(const Edge& edge, Channel* source, int to, const Graph& graph);
+  /// Tokens received from rank `from` are pushed into `sink`.
+  void add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph);
+  /// Starts the threads; `on_error` is called with the first failure (local or from a peer).
+  void start(std::function<void(std::exception_ptr)> on_error);
+  /// Tells every other rank that this run failed here (unless the failure came from a peer),
+  /// then cancels.
+  void abort(const std::string& reason);
+  /// Stops sending and receiving.
+  void cancel();
+  /// Joins every thread (after the task threads finished).
+  void finish();
+  /// Rank 0 receives every rank's trace events (clock offsets corrected); others send theirs.
+  std::string gather_trace(const std::string& local_events, const TraceRecorder& recorder);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::detail

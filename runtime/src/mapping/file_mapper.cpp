@@ -1,0 +1,133 @@
+// Mapping files (schema in mapping/README.md):
+//   ranks: 2                       # optional: ranks the file was written for
+//   places:
+//     read:      {rank: 0, device: cpu}
+//     "gabor.*": {rank: 0, device: gpu:0}
+// Keys are task names or glob patterns (fnmatch); an exact name wins over patterns, and among
+// patterns the first in the file wins.
+#include <fnmatch.h>
+
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+#include "weft/mapping/mapping.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft {
+namespace {
+
+bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+std::string at_line(const std::string& path, const YAML::Node& node) {
+  return path + ":" + std::to_string(node.Mark().line + 1);
+}
+
+}  // namespace
+
+FileMapper::FileMapper(std::string path) : path_(std::move(path)) {
+  if (!std::filesystem::exists(path_)) throw ConfigError("mapping file '" + path_ + "' does not exist");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path_);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError("mapping file " + path_ + ":" + std::to_string(e.mark.line + 1) +
+                      ": malformed YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("mapping file " + path_ + ": " + e.what());
+  }
+  if (!root.IsMap()) throw ConfigError("mapping file " + path_ + ": expected a map with 'places'");
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "ranks" && key != "places")
+      throw ConfigError(at_line(path_, kv.first) + ": unknown field '" + key + "' (expected ranks, places)");
+  }
+  if (root["ranks"]) {
+    try {
+      ranks_ = root["ranks"].as<int>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(at_line(path_, root["ranks"]) + ": field 'ranks' must be an integer, got '" +
+                        root["ranks"].as<std::string>() + "'");
+    }
+    if (ranks_ < 1) throw ConfigError(at_line(path_, root["ranks"]) + ": field 'ranks' must be at least 1");
+  }
+  YAML::Node places = root["places"];
+  if (!places || !places.IsMap()) throw ConfigError("mapping file " + path_ + ": missing map 'places'");
+  for (const auto& kv : places) {
+    Rule rule;
+    rule.pattern = kv.first.as<std::string>();
+    rule.line = kv.first.Mark().line + 1;
+    const YAML::Node& v = kv.second;
+    std::string where = path_ + ":" + std::to_string(rule.line) + ": places." + rule.pattern;
+    int rank = 0;
+    std::string device;
+    if (v.IsScalar()) {  // shorthand: task: rank:1/gpu:0
+      rule.place = Place::parse(v.as<std::string>());
+    } else if (v.IsMap()) {
+      for (const auto& f : v) {
+        std::string field = f.first.as<std::string>();
+        if (field == "rank") {
+          try {
+            rank = f.second.as<int>();
+          } catch (const YAML::Exception&) {
+            throw ConfigError(where + ".rank: expected an integer, got '" + f.second.as<std::string>() + "'");
+          }
+        } else if (field == "device") {
+          device = f.second.as<std::string>();
+        } else {
+          throw ConfigError(where + ": unknown field '" + field + "' (expected rank, device)");
+        }
+      }
+      if (device.empty()) throw ConfigError(where + ": missing field 'device' (cpu or gpu:K)");
+      try {
+        rule.place = Place::parse(device, rank);
+      } catch (const ConfigError& e) {
+        throw ConfigError(where + ".device: " + e.what());
+      }
+      if (rank < 0) throw ConfigError(where + ".rank: must be non-negative, got " + std::to_string(rank));
+    } else {
+      throw ConfigError(where + ": expected {rank: R, device: cpu|gpu:K}");
+    }
+    rules_.push_back(rule);
+  }
+}
+
+std::optional<Place> FileMapper::place(const Task& task, const Graph&, const Cluster&) const {
+  for (const Rule& r : rules_)
+    if (!is_pattern(r.pattern) && r.pattern == task.name()) return r.place;
+  for (const Rule& r : rules_)
+    if (is_pattern(r.pattern) && fnmatch(r.pattern.c_str(), task.name().c_str(), 0) == 0) return r.place;
+  return std::nullopt;
+}
+
+void FileMapper::check(const Graph& graph, const Cluster& cluster) const {
+  for (const Rule& r : rules_) {
+    bool any = false;
+    for (const auto& t : graph.tasks())
+      if (is_pattern(r.pattern) ? fnmatch(r.pattern.c_str(), t->name().c_str(), 0) == 0 : r.pattern == t->name())
+        any = true;
+    if (!any) {
+      std::string names;
+      for (const auto& t : graph.tasks()) names += (names.empty() ? "" : ", ") + t->name();
+      throw ConfigError(path_ + ":" + std::to_string(r.line) + ": places." + r.pattern + ": " +
+                        (is_pattern(r.pattern) ? "pattern matches no task" : "unknown task") +
+                        " (tasks: " + names + ")");
+    }
+  }
+  if (ranks_ > 0 && ranks_ != cluster.size())
+    throw ConfigError(path_ + ": field 'ranks' is " + std::to_string(ranks_) + " but the job has " +
+                      std::to_string(cluster.size()) + " rank" + (cluster.size() == 1 ? "" : "s"));
+  // Reuse map_graph's checks on the tasks this file places.
+  struct Only : Mapper {
+    const FileMapper* f;
+    explicit Only(const FileMapper* f) : f(f) {}
+    std::optional<Place> place(const Task& t, const Graph& g, const Cluster& c) const override {
+      auto p = f->place(t, g, c);
+      return p ? p : std::optional<Place>(Place::host(0));
+    }
+    std::string name() const override { return f->name(); }
+  } only(this);
+  (void)map_graph(graph, cluster, {&only});
+}
+
+}  // namespace weft

@@ -1,0 +1,87 @@
+#include "weft/mapping/mapping.hpp"
+
+#include <sstream>
+
+#include "weft/util/error.hpp"
+
+namespace weft {
+
+Place Mapping::at(const std::string& task) const {
+  auto it = places_.find(task);
+  if (it == places_.end()) throw ConfigError("task '" + task + "' has no place in the mapping");
+  return it->second;
+}
+
+std::string Mapping::to_yaml(int ranks) const {
+  std::ostringstream out;
+  out << "# effective mapping written by weft\nranks: " << ranks << "\nplaces:\n";
+  for (const auto& [task, p] : places_)
+    out << "  \"" << task << "\": {rank: " << p.rank << ", device: "
+        << (p.is_gpu() ? "gpu:" + std::to_string(p.device) : std::string("cpu")) << "}\n";
+  return out.str();
+}
+
+DeviceChoice parse_device_choice(const std::string& text) {
+  if (text == "auto") return DeviceChoice::automatic;
+  if (text == "cpu") return DeviceChoice::cpu;
+  if (text == "gpu") return DeviceChoice::gpu;
+  if (text == "all") return DeviceChoice::all;
+  throw ConfigError("--devices: unknown value '" + text + "' (expected cpu, gpu, all or auto)");
+}
+
+std::optional<Place> ApiMapper::place(const Task& task, const Graph& graph, const Cluster&) const {
+  return graph.requested_place(task);
+}
+
+std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, const Cluster& cluster) const {
+  bool gpus = cluster.gpu_count() > 0 && !cluster.ranks.empty() && !cluster.ranks[0].gpus.empty();
+  if (choice_ == DeviceChoice::gpu && cluster.gpu_count() == 0)
+    throw ConfigError("--devices gpu: no GPU was found on any rank");
+  bool use_gpu = choice_ != DeviceChoice::cpu && gpus && task.has_cuda();
+  if (!task.has_cpu() && gpus) use_gpu = true;
+  // Plain tasks stay on rank 0; patterns (farm, partition) spread themselves over every place.
+  return use_gpu ? Place::cuda(0, 0) : Place::host(0);
+}
+
+namespace {
+void check_place(const Task& task, Place p, const Cluster& cluster, const std::string& source) {
+  std::string where = "mapping (" + source + "): task '" + task.name() + "' on " + p.str() + ": ";
+  if (p.rank < 0 || p.rank >= cluster.size())
+    throw ConfigError(where + "rank " + std::to_string(p.rank) + " does not exist (the job has " +
+                      std::to_string(cluster.size()) + " rank" + (cluster.size() == 1 ? "" : "s") + ")");
+  if (p.is_gpu()) {
+    int n = static_cast<int>(cluster.ranks[p.rank].gpus.size());
+    if (p.device >= n)
+      throw ConfigError(where + "no such GPU (rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
+                        " GPU" + (n == 1 ? "" : "s") + ")");
+    if (!task.has_cuda()) throw ConfigError(where + "the task has no CUDA implementation");
+  } else if (!task.has_cpu()) {
+    throw ConfigError(where + "the task has no CPU implementation");
+  }
+}
+}  // namespace
+
+Mapping map_graph(const Graph& graph, const Cluster& cluster, const std::vector<const Mapper*>& mappers) {
+  Mapping m;
+  for (const auto& t : graph.tasks()) {
+    bool placed = false;
+    for (const Mapper* mapper : mappers) {
+      if (auto p = mapper->place(*t, graph, cluster)) {
+        check_place(*t, *p, cluster, mapper->name());
+        m.set(t->name(), *p);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) throw ConfigError("no mapper placed task '" + t->name() + "'");
+  }
+  return m;
+}
+
+int Cluster::gpu_count() const noexcept {
+  int n = 0;
+  for (const auto& r : ranks) n += static_cast<int>(r.gpus.size());
+  return n;
+}
+
+}  // namespace weft

@@ -1,0 +1,51 @@
+#pragma once
+// Internal: records spans (task runs, copies, messages) for the Chrome/Perfetto timeline.
+#ifndef WEFT_BUILDING_RUNTIME
+static_assert(false, "runtime/src headers are internal to the weft library");
+#endif
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace weft::detail {
+
+struct Span {
+  std::string name;
+  const char* category;  // "task", "copy", "send", "recv"
+  int lane;              // one row per task (tid in the trace)
+  std::uint64_t token;
+  double start_us;
+  double duration_us;
+};
+
+class TraceRecorder {
+ public:
+  TraceRecorder() : origin_(std::chrono::steady_clock::now()) {}
+  void enable() { enabled_ = true; }
+  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
+  [[nodiscard]] double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
+  }
+  void add(Span span) {
+    if (!enabled_) return;
+    std::lock_guard lock(mutex_);
+    spans_.push_back(std::move(span));
+  }
+  void name_lane(int lane, std::string name) {
+    std::lock_guard lock(mutex_);
+    lanes_.emplace_back(lane, std::move(name));
+  }
+  /// Chrome trace JSON events of this rank (pid = rank), offset by `clock_offset_us`.
+  [[nodiscard]] std::string events_json(int rank, double clock_offset_us) const;
+
+ private:
+  bool enabled_ = false;
+  std::chrono::steady_clock::time_point origin_;
+  mutable std::mutex mutex_;
+  std::vector<Span> spans_;
+  std::vector<std::pair<int, std::string>> lanes_;
+};
+
+}  // namespace weft::detail

@@ -199,11 +199,12 @@ void drive(State& run, Node& node) {
         if (run.cancelled) return;
       } else {
         bool end = false;
+        std::vector<bool> ended(node.inputs.size(), false);
         for (std::size_t p = 0; p < node.inputs.size(); ++p) {
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
           if (t.end) {
-            end = true;
+            end = ended[p] = true;
             continue;
           }
           if (t.index != index)
@@ -216,9 +217,9 @@ void drive(State& run, Node& node) {
         }
         if (end) {
           // Every input ends at the same index in a well-formed graph; drain the others.
-          for (auto* in : node.inputs) {
+          for (std::size_t p = 0; p < node.inputs.size(); ++p) {
             Token t;
-            while (in->pop(t) && !t.end) {
+            while (!ended[p] && node.inputs[p]->pop(t) && !t.end) {
             }
           }
           break;

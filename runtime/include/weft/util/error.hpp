@@ -27,12 +27,14 @@ class Error : public std::runtime_error {
 /// Bad user input: options, mapping files, data files. The CLI exits with code 2.
 class ConfigError : public Error {
  public:
-  using Error::Error;
+  explicit ConfigError(const std::string& message, std::source_location where = std::source_location::current())
+      : Error(message, where) {}
 };
 /// A file could not be read or written.
 class IoError : public Error {
  public:
-  using Error::Error;
+  explicit IoError(const std::string& message, std::source_location where = std::source_location::current())
+      : Error(message, where) {}
 };
 /// A failed CUDA runtime call; code() is the cudaError_t value.
 class CudaError : public Error {
@@ -70,7 +72,8 @@ class MpiError : public Error {
 /// A job stopped because another rank failed; carries that rank's message.
 class RemoteError : public Error {
  public:
-  using Error::Error;
+  explicit RemoteError(const std::string& message, std::source_location where = std::source_location::current())
+      : Error(message, where) {}
 };
 
 }  // namespace weft

@@ -1,0 +1,53 @@
+#pragma once
+/// Granulometry of a binary 3D volume: the number of foreground voxels left by the opening of
+/// every size n, on the CPU (multi-threaded) or on one GPU.
+///
+/// Definition (issue 4): opening of size n = erosion then dilation by the element of size n;
+/// voxels outside the volume are ignored (an erosion only looks at voxels inside the volume, a
+/// dilation only reaches voxels inside it). Both steps are thresholds of exact distance
+/// transforms in the element's metric: erosion_n = {d(·, background) > r(n)} and
+/// opening_n = {d(·, erosion_n) ≤ r(n)} with r(n) = radius_limit(element, n).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "weft/data/array.hpp"
+#include "weft/tasks/morphology/element.hpp"
+
+namespace weft::morphology {
+
+struct GranulometryOptions {
+  Element element = Element::octahedron;
+  int max_size = -1;      ///< N; -1: until nothing remains (a volume without background is an error)
+  bool size_map = false;  ///< also compute the opening function
+  /// Called after each size is done (n, last n), e.g. for a progress bar; may be empty.
+  std::function<void(int, int)> on_size;
+};
+
+struct GranulometryResult {
+  std::vector<std::int64_t> remaining;  ///< remaining[n], n = 0 (the input) .. N
+  std::vector<std::int64_t> spectrum;   ///< spectrum[n] = remaining[n] − remaining[n+1], n = 0 .. N
+  /// i32 [Z,Y,X] on the host when asked: largest n ≤ N whose opening keeps the voxel, −1 for
+  /// background voxels (empty otherwise).
+  Array size_map;
+};
+
+/// Granulometry of a host u8 mask [Z,Y,X] (non-zero = foreground) on the CPU.
+[[nodiscard]] GranulometryResult granulometry_cpu(const Array& mask, const GranulometryOptions& options);
+
+/// Distance (in the element's metric, squared for balls) from every voxel to the nearest voxel
+/// of the volume whose mask value is (non-zero == `seed_foreground`); kInfinity if none. i32.
+[[nodiscard]] Array distance_transform_cpu(const Array& mask, Element element, bool seed_foreground);
+
+/// Opening of a host u8 mask by the element of size n, as a u8 0/1 mask (CPU).
+[[nodiscard]] Array opening_cpu(const Array& mask, Element element, int n);
+
+#if defined(WEFT_HAVE_CUDA)
+/// The same on the GPU: `mask` is a u8 array on the current device; work is ordered on
+/// `stream` (a cudaStream_t) and the call returns when the curve is known. The size map comes
+/// back on the host.
+[[nodiscard]] GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options,
+                                                  void* stream);
+#endif
+
+}  // namespace weft::morphology

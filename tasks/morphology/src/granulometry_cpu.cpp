@@ -1,0 +1,191 @@
+// CPU granulometry: separable exact distance transforms over the lines of each axis, one thread
+// per range of lines (the per-line math is shared with the CUDA kernels: line_transforms.hpp).
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "granulometry_driver.hpp"
+#include "parallel.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::morphology {
+namespace {
+
+using detail::parallel_for;
+using device::kInfinity;
+
+struct Dims {
+  std::int64_t z, y, x;
+  [[nodiscard]] std::int64_t voxels() const { return z * y * x; }
+};
+
+Dims dims_of(const Array& a, const char* what) {
+  if (a.shape().ndim() != 3)
+    throw ConfigError(std::string(what) + ": expected a 3D volume, got shape " + a.shape().str());
+  return {a.shape()[0], a.shape()[1], a.shape()[2]};
+}
+
+/// Runs `line(first, stride, length)` on every line of `axis` (0 = z, 1 = y, 2 = x).
+template <class Line>
+void for_each_line(const Dims& d, int axis, Line&& line) {
+  if (axis == 2) {
+    parallel_for(d.z * d.y, [&](std::int64_t b, std::int64_t e, int w) {
+      for (std::int64_t l = b; l < e; ++l) line(l * d.x, std::int64_t{1}, static_cast<int>(d.x), w);
+    });
+  } else if (axis == 1) {
+    parallel_for(d.z * d.x, [&](std::int64_t b, std::int64_t e, int w) {
+      for (std::int64_t l = b; l < e; ++l) line((l / d.x) * d.y * d.x + l % d.x, d.x, static_cast<int>(d.y), w);
+    });
+  } else {
+    parallel_for(d.y * d.x, [&](std::int64_t b, std::int64_t e, int w) {
+      for (std::int64_t l = b; l < e; ++l) line(l, d.y * d.x, static_cast<int>(d.z), w);
+    });
+  }
+}
+
+/// In place: f holds 0 at seeds and kInfinity elsewhere; leaves the distance to the nearest seed.
+void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
+  const int longest = static_cast<int>(std::max({d.z, d.y, d.x}));
+  std::vector<std::vector<std::int32_t>> stacks(256);
+  for_each_line(d, 2, [&](std::int64_t first, std::int64_t stride, int n, int) {
+    device::cone_line(f + first, stride, n);
+    if (element == Element::ball)
+      for (int i = 0; i < n; ++i) {
+        std::int32_t& v = f[first + i * stride];
+        if (v < kInfinity) v = v * v;
+      }
+  });
+  for (int axis = 1; axis >= 0; --axis) {
+    for_each_line(d, axis, [&](std::int64_t first, std::int64_t stride, int n, int w) {
+      if (element == Element::octahedron) return device::cone_line(f + first, stride, n);
+      auto& s = stacks[w];
+      if (s.size() < 3u * longest) s.resize(3u * longest);
+      if (element == Element::ball)
+        device::envelope_line<device::Parabola>(f + first, stride, n, s.data(), s.data() + longest,
+                                                s.data() + 2 * longest, 1);
+      else
+        device::envelope_line<device::Chessboard>(f + first, stride, n, s.data(), s.data() + longest,
+                                                  s.data() + 2 * longest, 1);
+    });
+  }
+}
+
+class CpuBackend {
+ public:
+  CpuBackend(const Array& mask, Element element)
+      : mask_(mask), dims_(dims_of(mask, "granulometry")), element_(element),
+        distance_(Array::host(DType::i32, mask.shape())), work_(Array::host(DType::i32, mask.shape())) {
+    if (mask.dtype() != DType::u8) throw ConfigError("granulometry: the mask must be u8, got " +
+                                                     std::string(dtype_name(mask.dtype())));
+  }
+
+  std::int64_t count_foreground() {
+    const std::uint8_t* m = mask_.data<std::uint8_t>();
+    return sum_over([&](std::int64_t i) { return m[i] != 0; });
+  }
+
+  std::int64_t distance_to_background() {
+    const std::uint8_t* m = mask_.data<std::uint8_t>();
+    std::int32_t* f = distance_.data<std::int32_t>();
+    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) f[i] = m[i] ? kInfinity : 0;
+    });
+    transform_in_place(f, dims_, element_);
+    std::vector<std::int32_t> maxima(256, 0);
+    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int w) {
+      std::int32_t best = 0;
+      for (std::int64_t i = b; i < e; ++i) best = std::max(best, f[i]);
+      maxima[w] = best;
+    });
+    return *std::max_element(maxima.begin(), maxima.end());
+  }
+
+  void init_size_map() {
+    size_map_ = Array::host(DType::i32, mask_.shape());
+    const std::uint8_t* m = mask_.data<std::uint8_t>();
+    std::int32_t* s = size_map_.data<std::int32_t>();
+    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) s[i] = m[i] ? 0 : -1;
+    });
+  }
+
+  std::int64_t opening_count(int n, std::int64_t r, bool update_size_map) {
+    const std::int32_t* dist = distance_.data<std::int32_t>();
+    std::int32_t* f = work_.data<std::int32_t>();
+    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) f[i] = dist[i] > r ? 0 : kInfinity;
+    });
+    transform_in_place(f, dims_, element_);
+    std::int32_t* s = update_size_map ? size_map_.data<std::int32_t>() : nullptr;
+    return sum_over([&](std::int64_t i) {
+      const bool kept = f[i] <= r;
+      if (kept && s) s[i] = n;
+      return kept;
+    });
+  }
+
+  Array take_size_map() { return std::move(size_map_); }
+
+  /// Opening as a 0/1 mask (tests and opening_cpu).
+  Array opening_mask(std::int64_t r) {
+    distance_to_background();
+    opening_count(0, r, false);
+    Array out = Array::host(DType::u8, mask_.shape());
+    const std::int32_t* f = work_.data<std::int32_t>();
+    std::uint8_t* o = out.data<std::uint8_t>();
+    for (std::int64_t i = 0; i < dims_.voxels(); ++i) o[i] = f[i] <= r ? 1 : 0;
+    return out;
+  }
+
+  [[nodiscard]] Array distance() const { return distance_; }
+
+ private:
+  template <class Pred>
+  std::int64_t sum_over(Pred&& pred) {
+    std::vector<std::int64_t> sums(256, 0);
+    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int w) {
+      std::int64_t c = 0;
+      for (std::int64_t i = b; i < e; ++i) c += pred(i) ? 1 : 0;
+      sums[w] = c;
+    });
+    std::int64_t total = 0;
+    for (auto c : sums) total += c;
+    return total;
+  }
+
+  Array mask_;
+  Dims dims_;
+  Element element_;
+  Array distance_;
+  Array work_;
+  Array size_map_;
+};
+
+}  // namespace
+
+GranulometryResult granulometry_cpu(const Array& mask, const GranulometryOptions& options) {
+  CpuBackend backend(mask, options.element);
+  return detail::run_granulometry(backend, options);
+}
+
+Array distance_transform_cpu(const Array& mask, Element element, bool seed_foreground) {
+  const Dims d = dims_of(mask, "distance transform");
+  Array out = Array::host(DType::i32, mask.shape());
+  const std::uint8_t* m = mask.data<std::uint8_t>();
+  std::int32_t* f = out.data<std::int32_t>();
+  for (std::int64_t i = 0; i < d.voxels(); ++i) f[i] = ((m[i] != 0) == seed_foreground) ? 0 : kInfinity;
+  transform_in_place(f, d, element);
+  return out;
+}
+
+Array opening_cpu(const Array& mask, Element element, int n) {
+  if (n < 0) throw ConfigError("opening: the size must be ≥ 0, got " + std::to_string(n));
+  CpuBackend backend(mask, element);
+  return backend.opening_mask(radius_limit(element, n));
+}
+
+}  // namespace weft::morphology

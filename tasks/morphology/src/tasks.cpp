@@ -1,0 +1,61 @@
+#include "weft/tasks/morphology/tasks.hpp"
+
+#include <cstdlib>
+#include <utility>
+
+#include "weft/tasks/morphology/threshold.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::morphology {
+
+ThresholdRule ThresholdRule::parse(const std::string& text) {
+  if (text.empty() || text == "nonzero") return {};
+  if (text == "otsu") return {otsu, 0};
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0')
+    throw ConfigError("--threshold: expected a number or 'otsu', got '" + text + "'");
+  return {value, v};
+}
+
+Threshold::Threshold(std::string name, ThresholdRule rule, std::function<void(double)> on_threshold)
+    : Task(std::move(name)), rule_(rule), on_threshold_(std::move(on_threshold)) {}
+
+void Threshold::run(Context& ctx) {
+  Array volume = ctx.take(in);
+  Array mask;
+  if (rule_.kind == ThresholdRule::nonzero) {
+    mask = nonzero_mask(volume);
+    if (on_threshold_) on_threshold_(0.0);
+  } else {
+    const double t = rule_.kind == ThresholdRule::otsu ? otsu_threshold(volume) : rule_.threshold;
+    mask = threshold_mask(volume, t);
+    if (on_threshold_) on_threshold_(t);
+  }
+  ctx.put(out, std::move(mask));
+}
+
+Granulometry::Granulometry(std::string name, GranulometryOptions options)
+    : Task(std::move(name)), options_(std::move(options)) {}
+
+void Granulometry::put(Context& ctx, GranulometryResult result) {
+  ctx.put(remaining, std::move(result.remaining));
+  ctx.put(spectrum, std::move(result.spectrum));
+  if (result.size_map.empty()) {
+    result.size_map = ctx.alloc(DType::i32, Shape(1));
+    if (result.size_map.memory().is_host()) result.size_map.zero();
+  }
+  ctx.put(size_map, std::move(result.size_map));
+}
+
+void Granulometry::run(Context& ctx) { put(ctx, granulometry_cpu(ctx.take(in), options_)); }
+
+#if defined(WEFT_HAVE_CUDA)
+bool Granulometry::has_cuda() const { return true; }
+void Granulometry::run_cuda(Context& ctx) { put(ctx, granulometry_gpu(ctx.take(in), options_, ctx.stream())); }
+#else
+bool Granulometry::has_cuda() const { return false; }
+void Granulometry::run_cuda(Context& ctx) { Task::run_cuda(ctx); }
+#endif
+
+}  // namespace weft::morphology

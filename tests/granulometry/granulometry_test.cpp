@@ -1,0 +1,182 @@
+// CPU granulometry against the literal definition, on synthetic volumes, and on trivial input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "brute_force.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft {
+namespace {
+
+using morphology::Element;
+constexpr Element kElements[] = {Element::octahedron, Element::cube, Element::ball};
+
+TEST(Granulometry, OpeningMatchesDefinition) {
+  // Odd, unequal dimensions; dense enough that openings up to size 6 keep something near borders.
+  const Shape shapes[] = {Shape(13, 11, 9), Shape(7, 17, 5), Shape(1, 15, 21)};
+  std::uint32_t seed = 1;
+  for (const Shape& shape : shapes)
+    for (double density : {0.6, 0.9, 0.97})
+      for (Element e : kElements) {
+        Array mask = test::random_mask(shape, density, seed++);
+        for (int n = 0; n <= 6; ++n) {
+          Array expected = test::brute_force_opening(mask, e, n);
+          Array got = morphology::opening_cpu(mask, e, n);
+          ASSERT_TRUE(test::same(expected, got)) << morphology::element_name(e) << " n=" << n << " shape "
+                                                 << shape.str() << " density " << density;
+        }
+      }
+}
+
+TEST(Granulometry, CurveMatchesDefinition) {
+  std::uint32_t seed = 100;
+  for (Element e : kElements) {
+    Array mask = test::random_mask(Shape(15, 13, 11), 0.95, seed++);
+    morphology::GranulometryOptions options{e, 6, true, {}};
+    auto result = morphology::granulometry_cpu(mask, options);
+    ASSERT_EQ(result.remaining.size(), 7u);
+    ASSERT_EQ(result.spectrum.size(), 7u);
+    std::vector<std::int64_t> expected;
+    std::vector<Array> openings;
+    for (int n = 0; n <= 7; ++n) {
+      openings.push_back(test::brute_force_opening(mask, e, n));
+      expected.push_back(test::count_foreground(openings.back()));
+    }
+    for (int n = 0; n <= 6; ++n) {
+      EXPECT_EQ(result.remaining[n], expected[n]) << morphology::element_name(e) << " n=" << n;
+      EXPECT_EQ(result.spectrum[n], expected[n] - expected[n + 1]) << morphology::element_name(e) << " n=" << n;
+    }
+    // Size map: the largest n ≤ 6 whose opening keeps the voxel, −1 on background.
+    const std::int32_t* s = result.size_map.data<std::int32_t>();
+    const std::uint8_t* m = mask.data<std::uint8_t>();
+    for (std::int64_t i = 0; i < mask.size(); ++i) {
+      int want = m[i] ? 0 : -1;
+      for (int n = 1; n <= 6; ++n)
+        if (openings[n].data<std::uint8_t>()[i]) want = n;
+      ASSERT_EQ(s[i], want) << morphology::element_name(e) << " voxel " << i;
+    }
+  }
+}
+
+TEST(Granulometry, DistanceTransformsAreExact) {
+  Array mask = test::random_mask(Shape(9, 12, 10), 0.8, 7);
+  const std::uint8_t* m = mask.data<std::uint8_t>();
+  for (Element e : kElements) {
+    Array d = morphology::distance_transform_cpu(mask, e, false);
+    const std::int32_t* f = d.data<std::int32_t>();
+    for (int z = 0; z < 9; ++z)
+      for (int y = 0; y < 12; ++y)
+        for (int x = 0; x < 10; ++x) {
+          std::int64_t best = morphology::device::kInfinity;
+          for (int z2 = 0; z2 < 9; ++z2)
+            for (int y2 = 0; y2 < 12; ++y2)
+              for (int x2 = 0; x2 < 10; ++x2) {
+                if (m[(z2 * 12 + y2) * 10 + x2]) continue;
+                const int dz = std::abs(z - z2), dy = std::abs(y - y2), dx = std::abs(x - x2);
+                const std::int64_t v = e == Element::octahedron ? dz + dy + dx
+                                       : e == Element::cube     ? std::max({dz, dy, dx})
+                                                                : dz * dz + dy * dy + dx * dx;
+                best = std::min(best, v);
+              }
+          ASSERT_EQ(f[(z * 12 + y) * 10 + x], best) << morphology::element_name(e);
+        }
+  }
+}
+
+/// Separated objects of known sizes: the spectrum is non-zero exactly at their sizes.
+struct Placed { int z, y, x, r; };
+
+Array draw(Shape shape, const std::vector<Placed>& objects, Element e) {
+  Array a = Array::host(DType::u8, shape);
+  a.zero();
+  std::uint8_t* p = a.data<std::uint8_t>();
+  for (const auto& o : objects)
+    for (int z = -o.r; z <= o.r; ++z)
+      for (int y = -o.r; y <= o.r; ++y)
+        for (int x = -o.r; x <= o.r; ++x) {
+          const bool in = e == Element::octahedron ? std::abs(z) + std::abs(y) + std::abs(x) <= o.r
+                          : e == Element::cube     ? true
+                                                   : z * z + y * y + x * x <= o.r * o.r;
+          if (in) p[((o.z + z) * shape[1] + (o.y + y)) * shape[2] + (o.x + x)] = 1;
+        }
+  return a;
+}
+
+TEST(Granulometry, SpectrumPeaksAtObjectSizes) {
+  const std::vector<Placed> objects = {{12, 12, 12, 3}, {12, 12, 40, 5}, {12, 40, 20, 5},
+                                       {40, 20, 20, 8}, {40, 44, 44, 11}, {12, 44, 56, 2}};
+  const Shape shape(60, 62, 71);
+  for (Element e : kElements) {
+    Array mask = draw(shape, objects, e);
+    auto result = morphology::granulometry_cpu(mask, {e, -1, false, {}});
+    ASSERT_EQ(result.remaining.size(), 13u) << morphology::element_name(e);  // n = 0 .. 12, last is 0
+    EXPECT_EQ(result.remaining.back(), 0);
+    std::vector<std::int64_t> volume(13, 0);
+    for (const auto& o : objects) volume[o.r] += test::count_foreground(draw(shape, {o}, e));
+    for (int n = 0; n <= 12; ++n) {
+      if (e != Element::ball) {
+        // nB ⊕ (r−n)B = rB for the octahedron and the cube: objects stay whole up to their size.
+        EXPECT_EQ(result.spectrum[n], volume[n]) << morphology::element_name(e) << " n=" << n;
+      } else {
+        // A digital ball of radius r is eroded to its centre at r, to nothing at r + 1.
+        if (volume[n] == 0 && n > 0) {
+          std::int64_t larger = 0;
+          for (int k = n; k <= 12; ++k) larger += volume[k];
+          EXPECT_LE(result.remaining[n], larger) << "n=" << n;
+        } else {
+          EXPECT_GE(result.spectrum[n], volume[n]) << "n=" << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(Granulometry, TrivialVolumes) {
+  Array empty = Array::host(DType::u8, Shape(5, 6, 7));
+  empty.zero();
+  for (Element e : kElements) {
+    auto r = morphology::granulometry_cpu(empty, {e, -1, false, {}});
+    EXPECT_EQ(r.remaining, std::vector<std::int64_t>{0});
+    EXPECT_EQ(r.spectrum, std::vector<std::int64_t>{0});
+    r = morphology::granulometry_cpu(empty, {e, 3, false, {}});
+    EXPECT_EQ(r.remaining, (std::vector<std::int64_t>{0, 0, 0, 0}));
+  }
+  Array full = Array::host(DType::u8, Shape(5, 6, 7));
+  std::fill_n(full.data<std::uint8_t>(), full.size(), 1);
+  for (Element e : kElements) {
+    EXPECT_THROW((void)morphology::granulometry_cpu(full, {e, -1, false, {}}), ConfigError);
+    auto r = morphology::granulometry_cpu(full, {e, 4, false, {}});
+    EXPECT_EQ(r.remaining, (std::vector<std::int64_t>(5, 210)));
+    EXPECT_EQ(r.spectrum, (std::vector<std::int64_t>(5, 0)));  // remaining(5) is 210 too
+  }
+  // A single voxel: gone at size 1.
+  Array one = Array::host(DType::u8, Shape(3, 3, 3));
+  one.zero();
+  one.data<std::uint8_t>()[13] = 1;
+  auto r = morphology::granulometry_cpu(one, {Element::ball, -1, false, {}});
+  EXPECT_EQ(r.remaining, (std::vector<std::int64_t>{1, 0}));
+  EXPECT_THROW((void)morphology::granulometry_cpu(Array::host(DType::u8, Shape(4, 4)), {}), ConfigError);
+}
+
+TEST(Threshold, OtsuSeparatesTwoLevels) {
+  Array v = Array::host(DType::u16, Shape(4, 4, 4));
+  auto* p = v.data<std::uint16_t>();
+  for (int i = 0; i < 64; ++i) p[i] = i < 40 ? 100 + i % 3 : 900 + i % 5;
+  const double t = morphology::otsu_threshold(v);
+  EXPECT_GT(t, 102);
+  EXPECT_LE(t, 900);
+  EXPECT_EQ(test::count_foreground(morphology::threshold_mask(v, t)), 24);
+  Array f = Array::host(DType::f32, Shape(2, 2, 2));
+  for (int i = 0; i < 8; ++i) f.data<float>()[i] = i < 4 ? 0.1f : 0.7f;
+  EXPECT_EQ(test::count_foreground(morphology::threshold_mask(f, morphology::otsu_threshold(f))), 4);
+  Array bad = Array::host(DType::f64, Shape(2, 2, 2));
+  EXPECT_THROW((void)morphology::nonzero_mask(bad), ConfigError);
+}
+
+}  // namespace
+}  // namespace weft

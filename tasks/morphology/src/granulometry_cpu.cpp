@@ -113,7 +113,7 @@ class CpuBackend {
     });
   }
 
-  std::int64_t opening_count(int n, std::int64_t r, bool update_size_map) {
+  void opening_count(int n, std::int64_t r, bool update_size_map, std::int64_t* count) {
     const std::int32_t* dist = distance_.data<std::int32_t>();
     std::int32_t* f = work_.data<std::int32_t>();
     parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
@@ -121,19 +121,22 @@ class CpuBackend {
     });
     transform_in_place(f, dims_, element_);
     std::int32_t* s = update_size_map ? size_map_.data<std::int32_t>() : nullptr;
-    return sum_over([&](std::int64_t i) {
+    *count = sum_over([&](std::int64_t i) {
       const bool kept = f[i] <= r;
       if (kept && s) s[i] = n;
       return kept;
     });
   }
 
+  void flush() {}
+
   Array take_size_map() { return std::move(size_map_); }
 
   /// Opening as a 0/1 mask (tests and opening_cpu).
   Array opening_mask(std::int64_t r) {
     distance_to_background();
-    opening_count(0, r, false);
+    std::int64_t count = 0;
+    opening_count(0, r, false, &count);
     Array out = Array::host(DType::u8, mask_.shape());
     const std::int32_t* f = work_.data<std::int32_t>();
     std::uint8_t* o = out.data<std::uint8_t>();

@@ -5,8 +5,10 @@
 //   std::int64_t count_foreground();
 //   std::int64_t distance_to_background();   // keeps D = d(·, background), returns max D
 //   void init_size_map();                    // foreground → 0, background → −1
-//   std::int64_t opening_count(int n, std::int64_t r, bool size_map);
-//        // |{p : d(p, {D > r}) ≤ r}|, and size map ← n on those voxels when asked
+//   void opening_count(int n, std::int64_t r, bool size_map, std::int64_t* count);
+//        // *count = |{p : d(p, {D > r}) ≤ r}| (written at the latest by flush()), and the
+//        // size map ← n on those voxels when asked
+//   void flush();                            // every pending count written
 //   Array take_size_map();
 #include <string>
 
@@ -36,9 +38,10 @@ GranulometryResult run_granulometry(Backend& backend, const GranulometryOptions&
   result.remaining[0] = total;
   for (int n = 1; n <= last + 1; ++n) {
     const std::int64_t r = radius_limit(element, n);
-    if (total > 0 && r < max_distance) result.remaining[n] = backend.opening_count(n, r, options.size_map && n <= last);
+    if (total > 0 && r < max_distance) backend.opening_count(n, r, options.size_map && n <= last, &result.remaining[n]);
     if (options.on_size && n <= last) options.on_size(n, last);
   }
+  backend.flush();
   result.spectrum.resize(static_cast<std::size_t>(last) + 1);
   for (int n = 0; n <= last; ++n) result.spectrum[n] = result.remaining[n] - result.remaining[n + 1];
   result.remaining.pop_back();

@@ -27,7 +27,7 @@ struct GranulometryOptions {
 struct GranulometryResult {
   std::vector<std::int64_t> remaining;  ///< remaining[n], n = 0 (the input) .. N
   std::vector<std::int64_t> spectrum;   ///< spectrum[n] = remaining[n] − remaining[n+1], n = 0 .. N
-  /// i32 [Z,Y,X] on the host when asked: largest n ≤ N whose opening keeps the voxel, −1 for
+  /// i32 [Z,Y,X] (host for the CPU path, device for the GPU path) when asked: largest n ≤ N whose opening keeps the voxel, −1 for
   /// background voxels (empty otherwise).
   Array size_map;
 };
@@ -44,8 +44,8 @@ struct GranulometryResult {
 
 #if defined(WEFT_HAVE_CUDA)
 /// The same on the GPU: `mask` is a u8 array on the current device; work is ordered on
-/// `stream` (a cudaStream_t) and the call returns when the curve is known. The size map comes
-/// back on the host.
+/// `stream` (a cudaStream_t) and the call returns when the curve is known. The size map stays on
+/// that GPU.
 [[nodiscard]] GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options,
                                                   void* stream);
 #endif

@@ -1,0 +1,48 @@
+#pragma once
+// CUDA distance transforms of the granulometry (internal to weft_tasks_morphology).
+// Layers: launchers here → kernels (distance_gpu.cu) → tile functions → line_transforms.hpp.
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "weft/tasks/morphology/element.hpp"
+
+namespace weft::morphology::cuda {
+
+/// Tuning of the distance kernels. Chosen for sm_90 (H100/H200); to be revisited with
+/// bench/results/granulometry.json once measured on the GPU machine.
+struct DistancePolicy {
+  static constexpr int kRowThreads = 256;    // one block per x-row, block scans over tiles
+  static constexpr int kRowItems = 4;        // items per thread per tile (tile = 1024 voxels)
+  static constexpr int kColumnThreads = 128; // one thread per y- or z-line
+  static constexpr int kReduceThreads = 256;
+  static_assert(kRowThreads % 32 == 0 && kColumnThreads % 32 == 0 && kReduceThreads % 32 == 0);
+};
+
+struct VolumeDims {
+  std::int64_t z, y, x;
+  [[nodiscard]] std::int64_t voxels() const { return z * y * x; }
+};
+
+/// Which voxels are seeds of a transform: background of a u8 mask, or distance > r.
+struct SeedRule {
+  const std::uint8_t* mask = nullptr;  ///< seeds where mask == 0 (if set)
+  const std::int32_t* distance = nullptr;
+  std::int64_t above = 0;              ///< seeds where distance > above (if distance set)
+};
+
+/// f ← distance to the nearest seed (element's metric, squared for balls); kInfinity if none.
+/// `stacks` holds 3 × voxels int32 (envelope stacks; unused for octahedra).
+void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int32_t* stacks, const VolumeDims& dims,
+                               Element element, cudaStream_t stream);
+
+/// *count += |{i : f[i] ≤ r}|, and size_map[i] = n there when size_map is not null.
+void launch_count_within(const std::int32_t* f, std::int64_t voxels, std::int64_t r, std::int32_t* size_map, int n,
+                         unsigned long long* count, cudaStream_t stream);
+/// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
+void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,
+                       unsigned long long* count, cudaStream_t stream);
+/// *maximum = max(*maximum, max f).
+void launch_max(const std::int32_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
+
+}  // namespace weft::morphology::cuda

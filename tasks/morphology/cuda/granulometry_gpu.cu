@@ -1,0 +1,112 @@
+// GPU granulometry: the shared loop (granulometry_driver.hpp) over CUDA distance transforms.
+// Counts of every size land in one device array, read back once at the end (one sync per run
+// besides the one that learns the largest distance).
+#include <string>
+#include <vector>
+
+#include "../src/granulometry_driver.hpp"
+#include "distance_gpu.cuh"
+#include "weft/cuda.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+
+namespace weft::morphology {
+namespace {
+
+class GpuBackend {
+ public:
+  GpuBackend(const Array& mask, Element element, cudaStream_t stream) : mask_(mask), element_(element), stream_(stream) {
+    if (mask.shape().ndim() != 3)
+      throw ConfigError("granulometry: expected a 3D volume, got shape " + mask.shape().str());
+    if (mask.dtype() != DType::u8)
+      throw ConfigError("granulometry: the mask must be u8, got " + std::string(dtype_name(mask.dtype())));
+    if (mask.memory().is_host()) throw ConfigError("granulometry_gpu: the mask must be on a GPU");
+    device_ = mask.memory().device_index;
+    dims_ = {mask.shape()[0], mask.shape()[1], mask.shape()[2]};
+    scalars_ = Array::device(DType::f64, Shape(2), device_, stream_);
+    WEFT_CUDA_CHECK(cudaMemsetAsync(scalars_.raw(), 0, scalars_.bytes(), stream_));
+  }
+
+  std::int64_t count_foreground() {
+    launch(counter(0), nullptr);
+    return read_scalar(0);
+  }
+
+  std::int64_t distance_to_background() {
+    distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    work_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    if (element_ != Element::octahedron)
+      stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);
+    cuda::SeedRule seeds{mask_.data<std::uint8_t>(), nullptr, 0};
+    cuda::launch_distance_transform(seeds, distance_.data<std::int32_t>(), stacks(), dims_, element_, stream_);
+    int* maximum = reinterpret_cast<int*>(counter(1));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
+    cuda::launch_max(distance_.data<std::int32_t>(), dims_.voxels(), maximum, stream_);
+    int host = 0;
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, maximum, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host;
+  }
+
+  void init_size_map() {
+    size_map_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    WEFT_CUDA_CHECK(cudaMemsetAsync(scalars_.raw(), 0, sizeof(unsigned long long), stream_));
+    launch(counter(0), size_map_.data<std::int32_t>());
+  }
+
+  void opening_count(int n, std::int64_t r, bool update_size_map, std::int64_t* count) {
+    if (counts_.empty()) {
+      counts_ = Array::device(DType::f64, Shape(1024), device_, stream_);
+      WEFT_CUDA_CHECK(cudaMemsetAsync(counts_.raw(), 0, counts_.bytes(), stream_));
+    }
+    if (pending_.size() == 1024) flush();
+    auto* slot = reinterpret_cast<unsigned long long*>(counts_.raw()) + pending_.size();
+    pending_.push_back(count);
+    cuda::SeedRule seeds{nullptr, distance_.data<std::int32_t>(), r};
+    cuda::launch_distance_transform(seeds, work_.data<std::int32_t>(), stacks(), dims_, element_, stream_);
+    cuda::launch_count_within(work_.data<std::int32_t>(), dims_.voxels(), r,
+                              update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
+  }
+
+  void flush() {
+    if (pending_.empty()) return;
+    std::vector<unsigned long long> host(pending_.size());
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(host.data(), counts_.raw(), host.size() * sizeof(unsigned long long),
+                                    cudaMemcpyDeviceToHost, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::size_t i = 0; i < host.size(); ++i) *pending_[i] = static_cast<std::int64_t>(host[i]);
+    pending_.clear();
+    WEFT_CUDA_CHECK(cudaMemsetAsync(counts_.raw(), 0, counts_.bytes(), stream_));
+  }
+
+  Array take_size_map() { return std::move(size_map_); }
+
+ private:
+  unsigned long long* counter(int i) { return reinterpret_cast<unsigned long long*>(scalars_.raw()) + i; }
+  std::int32_t* stacks() { return stacks_.empty() ? nullptr : stacks_.data<std::int32_t>(); }
+  void launch(unsigned long long* count, std::int32_t* size_map) {
+    cuda::launch_count_mask(mask_.data<std::uint8_t>(), dims_.voxels(), size_map, count, stream_);
+  }
+  std::int64_t read_scalar(int i) {
+    unsigned long long host = 0;
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, counter(i), sizeof(host), cudaMemcpyDeviceToHost, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return static_cast<std::int64_t>(host);
+  }
+
+  Array mask_;
+  Element element_;
+  cudaStream_t stream_;
+  int device_ = 0;
+  cuda::VolumeDims dims_{};
+  Array scalars_, distance_, work_, stacks_, size_map_, counts_;
+  std::vector<std::int64_t*> pending_;
+};
+
+}  // namespace
+
+GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options, void* stream) {
+  GpuBackend backend(mask, options.element, static_cast<cudaStream_t>(stream));
+  return detail::run_granulometry(backend, options);
+}
+
+}  // namespace weft::morphology

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/device.hpp"
+#include "exec/remote.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 
@@ -81,6 +82,7 @@ Environment::Environment(int& argc, char**& argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    detail::RemoteLinks::initialize();
   }
   set_log_rank(rank_);
   RankInfo mine = local_devices(rank_);

@@ -342,7 +342,24 @@ void RunHandle::wait() {
   State& run = *state_;
   if (!run.waited) {
     for (auto& t : run.threads) t.join();
-    if (run.remote) run.remote->finish();
+    if (run.remote) {
+      run.remote->finish();
+      // Every rank ends the run knowing whether any rank failed (ranks without work too).
+      std::string local;
+      if (run.error) {
+        try {
+          std::rethrow_exception(run.error);
+        } catch (const Error& e) {
+          local = e.describe();
+        } catch (const std::exception& e) {
+          local = e.what();
+        } catch (...) {
+          local = "unknown error";
+        }
+      }
+      std::string first = run.remote->agree(local);
+      if (!first.empty() && !run.error) run.error = std::make_exception_ptr(RemoteError(first));
+    }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
     run.waited = true;
     if (!run.options.trace_file.empty()) {

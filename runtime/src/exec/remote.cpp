@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -18,10 +20,25 @@
 namespace weft::detail {
 namespace {
 
-constexpr int kControlTag = 1;
-constexpr int kTraceTag = 2;
 constexpr std::size_t kChunk = std::size_t(1) << 30;  // MPI counts are int: send in 1 GiB pieces
-int edge_tag(int edge, int kind) { return 16 + 4 * edge + kind; }  // kind 0 header, 1 payload, 2 credit
+
+// One communicator for every run, duplicated once on all ranks; runs are told apart by tags:
+// bits 18 and up carry the run's number (every rank numbers its runs alike, since every rank
+// runs the same graphs in the same order), the low bits the edge and message kind.
+MPI_Comm run_comm() {
+  static MPI_Comm comm = [] {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    return c;
+  }();
+  return comm;
+}
+int g_run_counter = 0;
+int tag_for(int run, int low) { return ((run % 2048) << 18) | low; }
+int control_tag(int run) { return tag_for(run, 1); }
+int trace_tag(int run) { return tag_for(run, 2); }
+int edge_tag_in(int run, int edge, int kind) { return tag_for(run, 16 + 4 * edge + kind); }  // 0 header, 1 payload, 2 credit
 
 struct Header {
   std::uint64_t index = 0;
@@ -52,6 +69,8 @@ struct Op {
 struct RemoteLinks::Impl {
   int rank = 0;
   int size = 1;
+  int run = 0;
+  bool debug = std::getenv("WEFT_DEBUG_REMOTE") != nullptr;
   ExecutorOptions options;
   MPI_Comm comm = MPI_COMM_NULL;
   std::function<void(std::exception_ptr)> on_error;
@@ -76,6 +95,7 @@ struct RemoteLinks::Impl {
     op->peer = peer;
     op->tag = tag;
     op->keep = std::move(keep);
+    if (debug) std::fprintf(stderr, "[r%d run%d] submit %s peer %d tag %d bytes %zu\n", rank, run, send ? "send" : "recv", peer, tag, bytes);
     {
       std::lock_guard lock(mutex);
       submitted.push_back(op);
@@ -120,7 +140,7 @@ struct RemoteLinks::Impl {
   void progress_loop() {
     std::list<std::shared_ptr<Op>> active;
     MPI_Request control = MPI_REQUEST_NULL;
-    MPI_Irecv(control_buffer, sizeof control_buffer - 1, MPI_CHAR, MPI_ANY_SOURCE, kControlTag, comm, &control);
+    MPI_Irecv(control_buffer, sizeof control_buffer - 1, MPI_CHAR, MPI_ANY_SOURCE, control_tag(run), comm, &control);
     int idle = 0;
     long drain_loops = 0;
     while (true) {
@@ -147,6 +167,7 @@ struct RemoteLinks::Impl {
         int flag = 0;
         if (!op.done && op.request != MPI_REQUEST_NULL) MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
         if (flag || op.done) {
+          if (debug) std::fprintf(stderr, "[r%d run%d] done %s peer %d tag %d\n", rank, run, op.send ? "send" : "recv", op.peer, op.tag);
           op.done = true;
           op.keep.reset();
           it = active.erase(it);
@@ -169,10 +190,15 @@ struct RemoteLinks::Impl {
         }
       }
       if (stop_progress) {
-        if (active.empty()) break;
+        bool queued;
+        {
+          std::lock_guard lock(mutex);
+          queued = !submitted.empty();
+        }
+        if (active.empty() && !queued) break;
         if (cancelled) {
           bool control_left = std::any_of(active.begin(), active.end(), [](const auto& op) { return op->control; });
-          if (!control_left || ++drain_loops > 200000) break;
+          if ((!control_left && !queued) || ++drain_loops > 200000) break;
         }
       }
       if (any) {
@@ -203,16 +229,13 @@ RemoteLinks::RemoteLinks(int rank, const ExecutorOptions& options) : impl_(std::
   impl_->rank = rank;
   impl_->options = options;
   MPI_Comm_size(MPI_COMM_WORLD, &impl_->size);
-  // A communicator per run, so that no message of one run can reach another.
-  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
-  if (rc != MPI_SUCCESS) throw MpiError("MPI_Comm_dup failed", rc);
-  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
+  impl_->comm = run_comm();
+  impl_->run = g_run_counter++;
 }
 
-RemoteLinks::~RemoteLinks() {
-  finish();
-  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
-}
+void RemoteLinks::initialize() { (void)run_comm(); }
+
+RemoteLinks::~RemoteLinks() { finish(); }
 
 void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Graph& graph) {
   int id = static_cast<int>(&edge - graph.edges().data());
@@ -259,13 +282,13 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
         }
         while (credits == 0 && !t.end) {  // wait for the receiver to grant room
           auto c = std::make_shared<std::int32_t>(0);
-          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag(id, 2), c);
+          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
           if (!impl->wait(op)) return;
           credits += *c;
         }
         std::vector<std::shared_ptr<Op>> ops;
-        ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag(id, 0), header));
-        if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag(id, 1), keep);
+        ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
+        if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag_in(impl->run, id, 1), keep);
         if (!t.end) --credits;
         in_flight.push_back(std::move(ops));
         // Double buffering: at most two tokens' sends outstanding per edge.
@@ -291,12 +314,12 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
     try {
       auto grant = [&](int n) {
         auto c = std::make_shared<std::int32_t>(n);
-        impl->submit(true, c.get(), sizeof(std::int32_t), from, edge_tag(id, 2), c);
+        impl->submit(true, c.get(), sizeof(std::int32_t), from, edge_tag_in(impl->run, id, 2), c);
       };
       grant(capacity);
       while (true) {
         Header h;
-        auto op = impl->submit(false, &h, sizeof h, from, edge_tag(id, 0));
+        auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0));
         if (!impl->wait(op)) return;
         Token t;
         t.index = h.index;
@@ -306,11 +329,11 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
             Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
                                                                       : Shape(h.dims[0], h.dims[1], h.dims[2]);
             Array a = Array::host(static_cast<DType>(h.dtype), shape);
-            if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag(id, 1))) return;
+            if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
             t.value = std::move(a);
           } else {
             std::vector<char> bytes(h.bytes);
-            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag(id, 1))) return;
+            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
             switch (h.kind) {
               case 2: { std::int64_t v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
               case 3: { double v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
@@ -345,7 +368,7 @@ void RemoteLinks::abort(const std::string& reason) {
     if (text->size() > sizeof impl.control_buffer - 2) text->resize(sizeof impl.control_buffer - 2);
     for (int r = 0; r < impl.size; ++r) {
       if (r == impl.rank) continue;
-      auto op = impl.submit(true, text->data(), text->size() + 1, r, kControlTag, text);
+      auto op = impl.submit(true, text->data(), text->size() + 1, r, control_tag(impl.run), text);
       op->control = true;
     }
   }
@@ -370,6 +393,20 @@ void RemoteLinks::finish() {
     impl.stop_progress = true;
     impl.progress.join();
   }
+  impl.on_error = nullptr;  // it holds the run's state: break the cycle
+}
+
+std::string RemoteLinks::agree(const std::string& local_error) {
+  Impl& impl = *impl_;
+  int mine = local_error.empty() ? impl.size : impl.rank, first = impl.size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, impl.comm);
+  if (first == impl.size) return {};
+  std::string text = local_error;
+  int len = static_cast<int>(text.size());
+  MPI_Bcast(&len, 1, MPI_INT, first, impl.comm);
+  text.resize(len);
+  MPI_Bcast(text.data(), len, MPI_CHAR, first, impl.comm);
+  return first == impl.rank ? text : "rank " + std::to_string(first) + ": " + text;
 }
 
 std::string RemoteLinks::gather_trace(const std::string& local_events, const TraceRecorder& recorder) {
@@ -379,26 +416,26 @@ std::string RemoteLinks::gather_trace(const std::string& local_events, const Tra
     if (impl.rank == 0) {
       // Ping-pong to estimate rank r's clock relative to ours.
       double t0 = recorder.now_us(), tr = 0;
-      MPI_Send(&t0, 1, MPI_DOUBLE, r, kTraceTag, impl.comm);
-      MPI_Recv(&tr, 1, MPI_DOUBLE, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      MPI_Send(&t0, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm);
+      MPI_Recv(&tr, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
       double t2 = recorder.now_us();
       double offset = (t0 + t2) / 2 - tr;
-      MPI_Send(&offset, 1, MPI_DOUBLE, r, kTraceTag, impl.comm);
+      MPI_Send(&offset, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm);
       int len = 0;
-      MPI_Recv(&len, 1, MPI_INT, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(&len, 1, MPI_INT, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
       std::string text(len, '\0');
-      MPI_Recv(text.data(), len, MPI_CHAR, r, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(text.data(), len, MPI_CHAR, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
       if (!text.empty()) all += (all.empty() ? "" : ",\n") + text;
     } else if (impl.rank == r) {
       double t0 = 0, offset = 0;
-      MPI_Recv(&t0, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(&t0, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
       double now = recorder.now_us();
-      MPI_Send(&now, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm);
-      MPI_Recv(&offset, 1, MPI_DOUBLE, 0, kTraceTag, impl.comm, MPI_STATUS_IGNORE);
+      MPI_Send(&now, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm);
+      MPI_Recv(&offset, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
       std::string text = recorder.events_json(impl.rank, offset);
       int len = static_cast<int>(text.size());
-      MPI_Send(&len, 1, MPI_INT, 0, kTraceTag, impl.comm);
-      MPI_Send(text.data(), len, MPI_CHAR, 0, kTraceTag, impl.comm);
+      MPI_Send(&len, 1, MPI_INT, 0, trace_tag(impl.run), impl.comm);
+      MPI_Send(text.data(), len, MPI_CHAR, 0, trace_tag(impl.run), impl.comm);
     }
   }
   return all;

@@ -22,6 +22,8 @@ namespace weft::detail {
 class RemoteLinks {
  public:
   RemoteLinks(int rank, const ExecutorOptions& options);
+  /// Collective over all ranks: creates the communicator every run uses (Environment calls it).
+  static void initialize();
   ~RemoteLinks();
   RemoteLinks(const RemoteLinks&) = delete;
   RemoteLinks& operator=(const RemoteLinks&) = delete;
@@ -39,6 +41,9 @@ class RemoteLinks {
   void cancel();
   /// Joins every thread (after the task threads finished).
   void finish();
+  /// Collective at the end of a run: every rank learns whether any rank failed. Returns the
+  /// first failing rank's message, or an empty string if every rank succeeded.
+  std::string agree(const std::string& local_error);
   /// Rank 0 receives every rank's trace events (clock offsets corrected); others send theirs.
   std::string gather_trace(const std::string& local_events, const TraceRecorder& recorder);
 

@@ -1,0 +1,136 @@
+// Multi-rank tests: run alone (one rank) and under mpiexec -n 2 and -n 4 (CPU places).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "executor_fixture.hpp"
+
+using namespace weft;
+
+namespace {
+
+Environment* env = nullptr;
+int last_rank() { return env->size() - 1; }
+
+}  // namespace
+
+TEST(Distributed, ChainAcrossRanksDeliversEveryTokenInOrder) {
+  constexpr std::uint64_t kTokens = 10000;
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 16);
+  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
+  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, a.in);
+  g.connect(a.out, b.in);
+  g.connect(b.out, sink.in);
+  Mapping m;
+  m.set("source", Place::host(0));
+  m.set("a", Place::host(last_rank()));
+  m.set("b", Place::host(env->size() > 2 ? 1 : 0));
+  m.set("sink", Place::host(0));
+  Executor ex({.channel_capacity = 3});
+  ex.run(g, m).wait();
+  if (env->rank() != 0) return;
+  ASSERT_EQ(rec->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec->indices[k], k);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(rec->arrays[k][i], test::expected(k, i, 16, 2.0f, 1.0f, 0.5f, -3.0f));
+  }
+}
+
+TEST(Distributed, FanOutOverEveryRankFanInOnOne) {
+  constexpr std::uint64_t kTokens = 2000;
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
+  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
+  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
+  auto& sum = g.add<tasks::Add>("sum");
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, left.in);
+  g.connect(src.out, right.in);
+  g.connect(left.out, sum.lhs);
+  g.connect(right.out, sum.rhs);
+  g.connect(sum.out, sink.in);
+  Mapping m;
+  int n = env->size();
+  m.set("source", Place::host(0));
+  m.set("left", Place::host(1 % n));
+  m.set("right", Place::host(2 % n));
+  m.set("sum", Place::host(3 % n));
+  m.set("sink", Place::host(last_rank()));
+  Executor ex;
+  ex.run(g, m).wait();
+  if (env->rank() != last_rank()) return;
+  ASSERT_EQ(rec->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec->indices[k], k);
+    float x = tasks::ArraySource::value(k, 5, 8);
+    ASSERT_EQ(rec->arrays[k][5], std::fma(2.0f, x, 0.0f) + std::fma(-1.0f, x, 1.0f));
+  }
+}
+
+TEST(Distributed, AnErrorOnOneRankStopsEveryRank) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", 1000000, 8);
+  auto& fail = g.add<test::FailAt>("fails", 100);
+  auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>(), false);
+  g.connect(src.out, fail.in);
+  g.connect(fail.out, sink.in);
+  Mapping m;
+  m.set("source", Place::host(0));
+  m.set("fails", Place::host(last_rank()));
+  m.set("sink", Place::host(0));
+  Executor ex;
+  try {
+    ex.run(g, m).wait();
+    FAIL() << "rank " << env->rank() << " saw no error";
+  } catch (const RemoteError& e) {
+    EXPECT_NE(env->rank(), last_rank());
+    EXPECT_NE(std::string(e.what()).find("planted failure"), std::string::npos) << e.what();
+  } catch (const Error& e) {
+    EXPECT_EQ(env->rank(), last_rank());
+    EXPECT_NE(std::string(e.what()).find("planted failure"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Distributed, MergedTraceHoldsEveryRank) {
+  auto path = (std::filesystem::temp_directory_path() / "weft_trace_distributed.json").string();
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", 50, 4);
+  auto& f = g.add<tasks::Affine>("f", 1.0f, 0.0f);
+  auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>(), false);
+  g.connect(src.out, f.in);
+  g.connect(f.out, sink.in);
+  Mapping m;
+  m.set("source", Place::host(0));
+  m.set("f", Place::host(last_rank()));
+  m.set("sink", Place::host(0));
+  Executor ex({.trace_file = path});
+  ex.run(g, m).wait();
+  if (env->rank() != 0) return;
+  std::ifstream in(path);
+  auto doc = nlohmann::json::parse(in);
+  std::set<int> pids;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids.size(), static_cast<std::size_t>(std::min(env->size(), 2)));
+}
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  Environment environment(argc, argv);
+  env = &environment;
+  if (environment.rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int result = RUN_ALL_TESTS();
+  // Every rank must agree on the result for ctest.
+  return result;
+}

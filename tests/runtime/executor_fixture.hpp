@@ -1,0 +1,74 @@
+#pragma once
+// Graphs shared by the executor tests (CPU, GPU and multi-rank).
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <chrono>
+#include <thread>
+
+#include "weft/tasks/demo/demo.hpp"
+#include "weft/weft.hpp"
+
+namespace weft::test {
+
+/// A source that counts what it produced, and a sink that checks how far ahead the source is.
+struct FlightLog {
+  std::atomic<std::int64_t> produced{0}, consumed{0}, worst_gap{0};
+};
+
+class CountingSource final : public Task {
+ public:
+  CountingSource(std::string name, std::uint64_t count, std::shared_ptr<FlightLog> log)
+      : Task(std::move(name)), count_(count), log_(std::move(log)) {}
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    if (ctx.index() >= count_) return ctx.end_stream();
+    Array a = Array::host(DType::f32, Shape(8));
+    for (int i = 0; i < 8; ++i) a.data<float>()[i] = static_cast<float>(ctx.index()) + i;
+    ++log_->produced;
+    ctx.put(out, std::move(a));
+  }
+
+ private:
+  std::uint64_t count_;
+  std::shared_ptr<FlightLog> log_;
+};
+
+class SlowSink final : public Task {
+ public:
+  SlowSink(std::string name, std::shared_ptr<FlightLog> log) : Task(std::move(name)), log_(std::move(log)) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  void run(Context& ctx) override {
+    (void)ctx.take(in);
+    std::int64_t gap = log_->produced - log_->consumed;
+    if (gap > log_->worst_gap) log_->worst_gap = gap;
+    ++log_->consumed;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+
+ private:
+  std::shared_ptr<FlightLog> log_;
+};
+
+/// Fails at a given token.
+class FailAt final : public Task {
+ public:
+  FailAt(std::string name, std::uint64_t at) : Task(std::move(name)), at_(at) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    if (ctx.index() == at_) throw Error("planted failure at token " + std::to_string(at_));
+    ctx.put(out, ctx.take(in));
+  }
+
+ private:
+  std::uint64_t at_;
+};
+
+/// Expected checksum content of token k after Affine(a1,b1) then Affine(a2,b2).
+inline float expected(std::uint64_t k, std::int64_t i, std::int64_t n, float a1, float b1, float a2, float b2) {
+  float x = tasks::ArraySource::value(k, i, n);
+  return std::fma(a2, std::fma(a1, x, b1), b2);
+}
+
+}  // namespace weft::test

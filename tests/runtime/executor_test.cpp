@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "executor_fixture.hpp"
+
+using namespace weft;
+
+namespace {
+
+Mapping on_cpu(const Graph& g) {
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::host());
+  return m;
+}
+
+}  // namespace
+
+TEST(Executor, TenThousandTokensArriveCompleteAndInOrder) {
+  constexpr std::uint64_t kTokens = 10000;
+  constexpr std::int64_t kLength = 16;
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
+  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
+  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, a.in);
+  g.connect(a.out, b.in);
+  g.connect(b.out, sink.in);
+  Executor ex({.channel_capacity = 3});
+  RunHandle run = ex.run(g, on_cpu(g));
+  run.wait();
+  ASSERT_EQ(rec->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec->indices[k], k);
+    for (std::int64_t i = 0; i < kLength; ++i)
+      ASSERT_EQ(rec->arrays[k][i], test::expected(k, i, kLength, 2.0f, 1.0f, 0.5f, -3.0f));
+  }
+  RunStats s = run.stats();
+  EXPECT_LE(s.max_in_flight, 3u);
+  for (const auto& t : s.tasks) EXPECT_EQ(t.tokens, kTokens) << t.task;
+}
+
+TEST(Executor, FanOutFanInJoinsTokensByIndex) {
+  constexpr std::uint64_t kTokens = 10000;
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 4);
+  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
+  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
+  auto& sum = g.add<tasks::Add>("sum");
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, left.in);
+  g.connect(src.out, right.in);
+  g.connect(left.out, sum.lhs);
+  g.connect(right.out, sum.rhs);
+  g.connect(sum.out, sink.in);
+  Executor ex;
+  ex.run(g, on_cpu(g)).wait();
+  ASSERT_EQ(rec->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec->indices[k], k);
+    for (int i = 0; i < 4; ++i) {
+      float x = tasks::ArraySource::value(k, i, 4);
+      ASSERT_EQ(rec->arrays[k][i], std::fma(2.0f, x, 0.0f) + std::fma(-1.0f, x, 1.0f));
+    }
+  }
+}
+
+TEST(Executor, BackPressureBoundsTokensInFlight) {
+  for (int capacity : {1, 2, 5}) {
+    auto log = std::make_shared<test::FlightLog>();
+    Graph g;
+    auto& src = g.add<test::CountingSource>("source", 300, log);
+    auto& f = g.add<tasks::Affine>("f", 1.0f, 0.0f);
+    auto& sink = g.add<test::SlowSink>("sink", log);
+    g.connect(src.out, f.in);
+    g.connect(f.out, sink.in);
+    Executor ex({.channel_capacity = capacity});
+    RunHandle run = ex.run(g, on_cpu(g));
+    run.wait();
+    EXPECT_EQ(log->consumed, 300);
+    // Two channels of `capacity`, plus one token held by each of f and the sink.
+    EXPECT_LE(log->worst_gap, 2 * capacity + 2) << "capacity " << capacity;
+    EXPECT_LE(run.stats().max_in_flight, static_cast<std::uint64_t>(capacity));
+  }
+}
+
+TEST(Executor, ErrorInATaskStopsTheRunAndIsRethrownWithItsContext) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", 1000000, 4);
+  auto& fail = g.add<test::FailAt>("fails", 50);
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec, false);
+  g.connect(src.out, fail.in);
+  g.connect(fail.out, sink.in);
+  Executor ex;
+  try {
+    ex.run(g, on_cpu(g)).wait();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("planted failure at token 50"), std::string::npos);
+    EXPECT_EQ(e.task(), "fails");
+    EXPECT_EQ(e.place(), "cpu");
+  }
+  EXPECT_EQ(rec->indices.size(), 50u);
+}
+
+TEST(Executor, WritesAChromeTrace) {
+  auto path = (std::filesystem::temp_directory_path() / "weft_trace_test.json").string();
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", 20, 4);
+  auto& f = g.add<tasks::Affine>("f", 1.0f, 0.0f);
+  auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>());
+  g.connect(src.out, f.in);
+  g.connect(f.out, sink.in);
+  Executor ex({.trace_file = path});
+  ex.run(g, on_cpu(g)).wait();
+  std::ifstream in(path);
+  auto doc = nlohmann::json::parse(in);
+  int spans = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "f") ++spans;
+  EXPECT_EQ(spans, 20);
+}
+
+TEST(Executor, SourceOnlyGraphAndEmptyStream) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", 0, 4);
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, sink.in);
+  Executor ex;
+  ex.run(g, on_cpu(g)).wait();
+  EXPECT_TRUE(rec->indices.empty());
+}

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "weft/tasks/demo/demo.hpp"
+#include "weft/weft.hpp"
+
+using namespace weft;
+
+namespace {
+
+Graph demo() {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("read", 3, 4);
+  auto& a = g.add<tasks::Affine>("gabor.0", 1, 0);
+  auto& b = g.add<tasks::Affine>("gabor.1", 1, 0);
+  auto& s = g.add<tasks::Add>("sum");
+  auto& sink = g.add<tasks::Collect>("write", std::make_shared<tasks::Collect::Record>());
+  g.connect(src.out, a.in);
+  g.connect(src.out, b.in);
+  g.connect(a.out, s.lhs);
+  g.connect(b.out, s.rhs);
+  g.connect(s.out, sink.in);
+  return g;
+}
+
+Cluster cluster(int ranks, int gpus) {
+  Cluster c;
+  for (int r = 0; r < ranks; ++r) {
+    RankInfo info;
+    info.rank = r;
+    for (int g = 0; g < gpus; ++g) info.gpus.push_back({g, "test gpu", 1 << 30, 9, 0, 1});
+    c.ranks.push_back(info);
+  }
+  return c;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() / ("weft_mapping_" + name + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace
+
+TEST(FileMapper, ExactNamesWinOverPatterns) {
+  Graph g = demo();
+  FileMapper m(write("ok", "ranks: 2\nplaces:\n  read: {rank: 0, device: cpu}\n  \"gabor.*\": {rank: 1, device: gpu:0}\n"
+                           "  gabor.0: {rank: 0, device: gpu:0}\n  write: rank:1/cpu\n"));
+  Cluster c = cluster(2, 1);
+  EXPECT_NO_THROW(m.check(g, c));
+  EXPECT_EQ(m.place(g.at("gabor.1"), g, c)->str(), "rank:1/gpu:0");
+  EXPECT_EQ(m.place(g.at("gabor.0"), g, c)->str(), "gpu:0");
+  EXPECT_EQ(m.place(g.at("write"), g, c)->str(), "rank:1/cpu");
+  EXPECT_FALSE(m.place(g.at("sum"), g, c).has_value());
+  ApiMapper api;
+  AutoMapper automatic(DeviceChoice::cpu);
+  g.place(g.at("sum"), Place::host(1));
+  Mapping mapping = map_graph(g, c, {&api, &m, &automatic});
+  EXPECT_EQ(mapping.at("sum").str(), "rank:1/cpu");
+  EXPECT_NE(mapping.to_yaml(2).find("\"gabor.1\": {rank: 1, device: gpu:0}"), std::string::npos);
+}
+
+TEST(FileMapper, ErrorsNameTheFileLineAndValue) {
+  Graph g = demo();
+  Cluster c = cluster(1, 1);
+  auto message = [&](const std::string& text) {
+    try {
+      FileMapper m(write("bad", text));
+      m.check(g, c);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("places:\n  reed: {rank: 0, device: cpu}\n").find("unknown task"), std::string::npos);
+  EXPECT_NE(message("places:\n  read: {rank: 0, device: tpu:0}\n").find("tpu:0"), std::string::npos);
+  EXPECT_NE(message("places:\n  read: {rank: 0, device: gpu:3}\n").find("no such GPU"), std::string::npos);
+  EXPECT_NE(message("places:\n  read: {rank: 0, device: gpu:0}\n").find("no CUDA implementation"), std::string::npos);
+  EXPECT_NE(message("places:\n  read: {rank: 5, device: cpu}\n").find("rank 5 does not exist"), std::string::npos);
+  std::string malformed = message("places:\n  read: {rank: 0, device: cpu\n  x: [\n");
+  EXPECT_NE(malformed.find("malformed YAML"), std::string::npos) << malformed;
+  EXPECT_NE(malformed.find(".yaml:"), std::string::npos) << malformed;
+  EXPECT_NE(message("places:\n  \"nothing*\": {rank: 0, device: cpu}\n").find("pattern matches no task"), std::string::npos);
+  EXPECT_THROW(FileMapper("/nonexistent/mapping.yaml"), ConfigError);
+}
+
+TEST(AutoMapper, UsesGpusOnlyForTasksWithCuda) {
+  Graph g = demo();
+  AutoMapper automatic;
+  Cluster c = cluster(1, 2);
+  Mapping m = map_graph(g, c, {&automatic});
+  EXPECT_EQ(m.at("read").str(), "cpu");
+  EXPECT_EQ(m.at("gabor.0").is_gpu(), g.at("gabor.0").has_cuda());
+  AutoMapper cpu_only(DeviceChoice::cpu), gpu_only(DeviceChoice::gpu);
+  Mapping cpu = map_graph(g, c, {&cpu_only});
+  EXPECT_EQ(cpu.at("gabor.0").str(), "cpu");
+  EXPECT_THROW((void)map_graph(g, cluster(1, 0), {&gpu_only}), ConfigError);
+}

@@ -1,0 +1,85 @@
+#include "volume_input.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::granulometry {
+namespace {
+
+Shape parse_shape(const std::string& text) {
+  std::vector<std::int64_t> dims;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 1)
+      throw ConfigError("--shape: expected ZxYxX with positive extents, got '" + text + "'");
+    dims.push_back(v);
+  }
+  if (dims.size() != 3) throw ConfigError("--shape: expected ZxYxX (3 extents), got '" + text + "'");
+  return Shape(dims[0], dims[1], dims[2]);
+}
+
+DType check_dtype(DType t, const std::string& where) {
+  if (t != DType::u8 && t != DType::u16 && t != DType::f32)
+    throw ConfigError(where + ": unsupported dtype " + std::string(dtype_name(t)) + " (expected u8, u16 or f32)");
+  return t;
+}
+
+}  // namespace
+
+Shape check_input(const VolumeInput& in) {
+  if (in.input.empty()) throw ConfigError("--input: missing (FILE.h5:/dataset or a RAW file with --shape and --dtype)");
+  if (in.is_raw()) {
+    if (in.shape.empty() || in.dtype.empty())
+      throw ConfigError("--input " + in.input + ": a RAW file needs both --shape ZxYxX and --dtype u8|u16|f32");
+    const Shape shape = parse_shape(in.shape);
+    const DType t = check_dtype(parse_dtype(in.dtype, "--dtype"), "--dtype");
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(in.input, ec);
+    if (ec) throw ConfigError("--input: cannot read RAW file '" + in.input + "': " + ec.message());
+    const auto want = static_cast<std::uintmax_t>(shape.size()) * dtype_size(t);
+    if (bytes != want)
+      throw ConfigError("--input " + in.input + ": file has " + std::to_string(bytes) + " bytes, --shape " + in.shape +
+                        " --dtype " + in.dtype + " needs " + std::to_string(want));
+    return shape;
+  }
+  const io::DatasetRef ref = io::parse_dataset_ref(in.input);
+  if (!std::filesystem::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' does not exist");
+  const io::DatasetInfo info = io::dataset_info(ref);
+  if (info.shape.size() != 3)
+    throw ConfigError("--input " + in.input + ": expected a 3D dataset, got " + std::to_string(info.shape.size()) +
+                      "D");
+  check_dtype(info.dtype, "--input " + in.input);
+  const Shape shape(info.shape[0], info.shape[1], info.shape[2]);
+  if (shape.size() == 0) throw ConfigError("--input " + in.input + ": the volume is empty (" + shape.str() + ")");
+  return shape;
+}
+
+Array read_volume(const VolumeInput& in) {
+  const Shape shape = check_input(in);
+  if (!in.is_raw()) return io::read_dataset(io::parse_dataset_ref(in.input));
+  Array a = Array::host(parse_dtype(in.dtype, "--dtype"), shape);
+  std::ifstream f(in.input, std::ios::binary);
+  if (!f.read(static_cast<char*>(a.raw()), static_cast<std::streamsize>(a.bytes())))
+    throw IoError("cannot read " + std::to_string(a.bytes()) + " bytes from RAW file '" + in.input + "'");
+  return a;
+}
+
+VolumeSource::VolumeSource(std::string name, VolumeInput input) : Task(std::move(name)), input_(std::move(input)) {}
+
+void VolumeSource::run(Context& ctx) {
+  if (done_) return ctx.end_stream();
+  done_ = true;
+  ctx.put(out, read_volume(input_));
+}
+
+}  // namespace weft::granulometry

@@ -1,0 +1,35 @@
+#pragma once
+// Where `weft granulometry` reads its volume: an HDF5 dataset or a RAW file.
+#include <string>
+
+#include "weft/data/array.hpp"
+#include "weft/graph/task.hpp"
+
+namespace weft::granulometry {
+
+struct VolumeInput {
+  std::string input;   ///< "FILE.h5:/dataset" or a RAW file
+  std::string shape;   ///< RAW only: "ZxYxX"
+  std::string dtype;   ///< RAW only: u8 | u16 | f32
+  [[nodiscard]] bool is_raw() const { return !shape.empty() || !dtype.empty(); }
+};
+
+/// Checks the input before anything runs (file, dataset, rank, dtype, size); returns its shape.
+/// Throws ConfigError naming the option and value.
+[[nodiscard]] Shape check_input(const VolumeInput& in);
+/// Reads the whole volume into a host array (u8, u16 or f32).
+[[nodiscard]] Array read_volume(const VolumeInput& in);
+
+/// Source task emitting the volume once.
+class VolumeSource final : public Task {
+ public:
+  VolumeSource(std::string name, VolumeInput input);
+  Out<Array> out = output<Array>("out", std::nullopt, 3);
+  void run(Context& ctx) override;
+
+ private:
+  VolumeInput input_;
+  bool done_ = false;
+};
+
+}  // namespace weft::granulometry

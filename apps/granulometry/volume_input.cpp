@@ -54,7 +54,12 @@ Shape check_input(const VolumeInput& in) {
   }
   const io::DatasetRef ref = io::parse_dataset_ref(in.input);
   if (!std::filesystem::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' does not exist");
-  const io::DatasetInfo info = io::dataset_info(ref);
+  io::DatasetInfo info;
+  try {
+    info = io::dataset_info(ref);
+  } catch (const IoError& e) {  // a missing dataset or an unreadable file is bad input here
+    throw ConfigError("--input " + in.input + ": " + e.what());
+  }
   if (info.shape.size() != 3)
     throw ConfigError("--input " + in.input + ": expected a 3D dataset, got " + std::to_string(info.shape.size()) +
                       "D");

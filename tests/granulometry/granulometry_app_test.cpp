@@ -1,0 +1,159 @@
+// `weft granulometry` end to end: outputs, agreement with the library, 1 vs 2 vs 4 ranks, bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kWeft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+};
+
+Outcome run(const std::string& args, const std::string& prefix = "") {
+  const fs::path log = fs::temp_directory_path() / ("weft-gran-test-" + std::to_string(::getpid()) + ".log");
+  const std::string cmd = prefix + kWeft + " granulometry " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::remove(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class GranulometryApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kWeft)) GTEST_SKIP() << "weft program not built at " << kWeft;
+    dir_ = fs::temp_directory_path() / ("weft-gran-app-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(GranulometryApp, WritesCurveMatchingTheLibrary) {
+  const std::string sample = path("sample.h5");
+  ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 40").code, 0);
+  const Array volume = io::read_dataset(io::parse_dataset_ref(sample + ":/exchange/data"));
+  for (const char* element : {"octahedron", "cube", "ball"}) {
+    const std::string out = path(std::string("out-") + element);
+    const Outcome o = run("--input " + sample + ":/exchange/data --element " + element + " --devices cpu --output " +
+                          out + " --size-map");
+    ASSERT_EQ(o.code, 0) << o.output;
+    auto expected = morphology::granulometry_cpu(volume, {morphology::parse_element(element), -1, false, {}});
+    std::stringstream csv;
+    csv << "size,remaining,spectrum\n";
+    for (std::size_t n = 0; n < expected.remaining.size(); ++n)
+      csv << n << ',' << expected.remaining[n] << ',' << expected.spectrum[n] << '\n';
+    EXPECT_EQ(read_text(fs::path(out) / "curve.csv"), csv.str()) << element;
+    EXPECT_NE(read_text(fs::path(out) / "curve.svg").find("</svg>"), std::string::npos);
+    const auto info = io::dataset_info(io::parse_dataset_ref(out + "/granulometry.h5:/size_map"));
+    EXPECT_EQ(info.shape, (std::vector<std::int64_t>{40, 40, 40}));
+    EXPECT_FALSE(info.chunk.empty());
+    const Array curve = io::read_dataset(io::parse_dataset_ref(out + "/granulometry.h5:/curve"));
+    ASSERT_EQ(curve.size(), static_cast<std::int64_t>(expected.remaining.size()));
+    EXPECT_EQ(curve.data<double>()[1], static_cast<double>(expected.remaining[1]));
+  }
+}
+
+TEST_F(GranulometryApp, SameCurveOnOneTwoFourRanks) {
+#if defined(WEFT_MPIEXEC)
+  const std::string sample = path("sample.h5");
+  ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 32").code, 0);
+  std::string first;
+  for (int ranks : {1, 2, 4}) {
+    const std::string out = path("ranks-" + std::to_string(ranks));
+    const Outcome o = run("--input " + sample + ":/exchange/data --element cube --devices cpu --output " + out,
+                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+    ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
+    const std::string csv = read_text(fs::path(out) / "curve.csv");
+    if (first.empty()) first = csv;
+    EXPECT_EQ(csv, first) << ranks << " ranks";
+  }
+#else
+  GTEST_SKIP() << "no mpiexec";
+#endif
+}
+
+TEST_F(GranulometryApp, BadInputGivesOneClearError) {
+  {
+    io::H5Writer h5(path("bad.h5"));
+    Array flat = Array::host(DType::u8, Shape(8, 8));
+    flat.zero();
+    h5.write("/flat", flat);
+    Array wide = Array::host(DType::f64, Shape(4, 4, 4));
+    wide.zero();
+    h5.write("/f64", wide);
+    Array full = Array::host(DType::u8, Shape(6, 7, 8));
+    std::fill_n(full.data<std::uint8_t>(), full.size(), std::uint8_t{1});
+    h5.write("/full", full);
+    h5.commit();
+  }
+  const std::string out = " --devices cpu --output " + path("out");
+  struct Case { std::string args, expect; };
+  const std::vector<Case> cases = {
+      {"--input " + path("missing.h5") + ":/exchange/data", "does not exist"},
+      {"--input " + path("bad.h5") + ":/nothing", "nothing"},
+      {"--input " + path("bad.h5") + ":/flat", "3D"},
+      {"--input " + path("bad.h5") + ":/f64", "f64"},
+      {"--input " + path("bad.h5") + ":/full", "--max-size"},
+      {"--input " + path("bad.h5") + ":/full --element sphere", "sphere"},
+      {"--input " + path("bad.h5") + ":/full --threshold abc", "--threshold"},
+      {"--input " + path("bad.h5") + " --shape 4x4x4 --dtype u8", "bytes"},
+  };
+  for (const auto& c : cases) {
+    const Outcome o = run(c.args + out);
+    EXPECT_EQ(o.code, 2) << c.args << ": " << o.output;
+    EXPECT_NE(o.output.find(c.expect), std::string::npos) << c.args << ": " << o.output;
+  }
+  // All foreground with --max-size: the trivial curve.
+  const Outcome o = run("--input " + path("bad.h5") + ":/full --max-size 2" + out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(read_text(path("out") + "/curve.csv"), "size,remaining,spectrum\n0,336,0\n1,336,0\n2,336,0\n");
+}
+
+TEST_F(GranulometryApp, RawInputAndOtsu) {
+  // Two grey levels: Otsu keeps the bright block only.
+  std::vector<std::uint16_t> v(10 * 11 * 12, 100);
+  for (int z = 2; z < 8; ++z)
+    for (int y = 2; y < 9; ++y)
+      for (int x = 3; x < 9; ++x) v[(z * 11 + y) * 12 + x] = 3000;
+  {
+    std::ofstream f(path("grey.raw"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 2));
+  }
+  const Outcome o = run("--input " + path("grey.raw") + " --shape 10x11x12 --dtype u16 --threshold otsu "
+                        "--element cube --devices cpu --output " + path("grey"));
+  ASSERT_EQ(o.code, 0) << o.output;
+  // A 6x7x6 box: cube openings keep it whole up to n = 2 (side 5), remove it at 3 (side 7).
+  EXPECT_EQ(read_text(path("grey") + "/curve.csv"), "size,remaining,spectrum\n0,252,0\n1,252,0\n2,252,252\n3,0,0\n");
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,87 @@
+#pragma once
+/// HDF5 datasets: references "file.h5:/group/dataset", whole reads, slabs along the slowest axis,
+/// and a writer that builds a file under a temporary name and renames it into place on commit().
+/// Every HDF5 call of this library holds one process-wide mutex (Debian's HDF5 is not thread-safe).
+/// Library failures throw weft::IoError naming file, dataset and operation; bad references,
+/// unsupported element types and out-of-range slabs throw weft::ConfigError.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weft/data/array.hpp"
+#include "weft/data/dtype.hpp"
+
+namespace weft::io {
+
+/// A dataset inside a file.
+struct DatasetRef {
+  std::string file;
+  std::string path;
+  [[nodiscard]] std::string str() const { return file + ":" + path; }  ///< "file.h5:/a/b"
+};
+
+/// Parses "file.h5:/a/b" (split at the last ':'); a missing ':' or empty file or path is a ConfigError.
+[[nodiscard]] DatasetRef parse_dataset_ref(const std::string& text);
+
+/// Element type and extents (slowest axis first) of a dataset; `chunk` is empty when contiguous.
+struct DatasetInfo {
+  DType dtype = DType::u8;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> chunk;
+};
+
+/// Element types: u8, u16, i32, f16 (16-bit IEEE floats), f32, f64; others are a ConfigError.
+[[nodiscard]] DatasetInfo dataset_info(const DatasetRef& ref);
+
+/// Reads a whole dataset of rank 1 to 3 into a host array.
+[[nodiscard]] Array read_dataset(const DatasetRef& ref);
+
+/// Reads elements [z0, z0+nz) of axis 0 of a 2D or 3D dataset (a hyperslab; other axes whole).
+[[nodiscard]] Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
+
+/// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
+/// The file is "<final_path>.tmp-<pid>" until commit(); destroying an uncommitted writer removes it.
+class H5Writer {
+ public:
+  explicit H5Writer(std::string final_path);
+  ~H5Writer();
+  H5Writer(const H5Writer&) = delete;
+  H5Writer& operator=(const H5Writer&) = delete;
+
+  /// Writes `data` (host or device) as dataset `path`, replacing one of the same name. A non-empty
+  /// `chunk_shape` (one extent per axis, clipped to the data) makes it chunked, gzip level 4 if `compress`.
+  void write(const std::string& path, const Array& data, std::vector<std::int64_t> chunk_shape = {},
+             bool compress = false);
+  /// Writes a 1D f64 dataset.
+  void write_vector(const std::string& path, const std::vector<double>& values);
+
+  /// Creates dataset `path` of `shape` without writing data, to be filled with write_slab().
+  void create(const std::string& path, DType dtype, Shape shape, std::vector<std::int64_t> chunk_shape = {},
+              bool compress = false);
+  /// Writes `slab` at [z0, z0 + slab.shape()[0]) of axis 0 of a created dataset; its other extents must
+  /// match. A slab of rank one less than the dataset is one element of axis 0.
+  void write_slab(const std::string& path, std::int64_t z0, const Array& slab);
+
+  /// Sets an attribute on a dataset or group (`object_path` "/" for the file), replacing one of that name.
+  void attribute(const std::string& object_path, const std::string& name, double value);
+  void attribute(const std::string& object_path, const std::string& name, std::int64_t value);
+  void attribute(const std::string& object_path, const std::string& name, int value) {
+    attribute(object_path, name, static_cast<std::int64_t>(value));
+  }
+  void attribute(const std::string& object_path, const std::string& name, const char* value) {
+    attribute(object_path, name, std::string(value));
+  }
+  void attribute(const std::string& object_path, const std::string& name, const std::string& value);
+
+  /// Closes the file and renames it to the final path. Further writes throw.
+  void commit();
+  [[nodiscard]] const std::string& final_path() const noexcept { return final_path_; }
+
+ private:
+  void check_open(const char* operation) const;
+  std::string final_path_;
+  std::string temp_path_;
+  std::int64_t file_ = -1;  // hid_t
+};
+
+}  // namespace weft::io

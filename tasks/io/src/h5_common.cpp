@@ -1,0 +1,104 @@
+#include "h5_common.hpp"
+
+#include <string>
+
+#include "weft/util/error.hpp"
+
+namespace weft::io::detail {
+namespace {
+
+std::recursive_mutex& hdf5_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
+// IEEE 754 binary16, little-endian: HDF5 1.10 has no predefined half type.
+hid_t make_half_type() {
+  const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  H5Tset_fields(t, 15, 10, 5, 0, 10);
+  H5Tset_size(t, 2);
+  H5Tset_ebias(t, 15);
+  return t;
+}
+
+}  // namespace
+
+H5Lock::H5Lock() : lock_(hdf5_mutex()) {
+  static const bool silenced = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
+  (void)silenced;
+}
+
+H5Handle::~H5Handle() {
+  if (id_ >= 0) H5Idec_ref(id_);
+}
+
+H5Handle& H5Handle::operator=(H5Handle&& other) noexcept {
+  if (this != &other) {
+    if (id_ >= 0) H5Idec_ref(id_);
+    id_ = other.id_;
+    other.id_ = -1;
+  }
+  return *this;
+}
+
+void h5_fail(const char* what, const std::string& where) {
+  throw IoError(std::string("HDF5 ") + what + " failed for " + where);
+}
+
+hid_t memory_type(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return H5T_NATIVE_UINT8;
+    case DType::u16: return H5T_NATIVE_UINT16;
+    case DType::i32: return H5T_NATIVE_INT32;
+    case DType::f16: {
+      static const hid_t half = make_half_type();
+      return half;
+    }
+    case DType::f32: return H5T_NATIVE_FLOAT;
+    case DType::f64: return H5T_NATIVE_DOUBLE;
+  }
+  return H5T_NATIVE_UINT8;
+}
+
+DType dtype_of_h5(hid_t type, const std::string& where) {
+  const H5T_class_t type_class = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  if (type_class == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    if (!is_signed && size == 1) return DType::u8;
+    if (!is_signed && size == 2) return DType::u16;
+    if (is_signed && size == 4) return DType::i32;
+    throw ConfigError("unsupported dtype " + std::string(is_signed ? "i" : "u") + std::to_string(8 * size) +
+                      " in " + where + " (supported: u8, u16, i32, f16, f32, f64)");
+  }
+  if (type_class == H5T_FLOAT) {
+    if (size == 2) return DType::f16;
+    if (size == 4) return DType::f32;
+    if (size == 8) return DType::f64;
+    throw ConfigError("unsupported dtype f" + std::to_string(8 * size) + " in " + where);
+  }
+  throw ConfigError("unsupported dtype (HDF5 type class " + std::to_string(static_cast<int>(type_class)) +
+                    ", not a number) in " + where);
+}
+
+bool h5_path_exists(hid_t file, const std::string& path) {
+  if (path.empty() || path == "/") return true;
+  std::size_t pos = path[0] == '/' ? 1 : 0;
+  while (pos <= path.size()) {
+    std::size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    const std::string prefix = path.substr(0, next);
+    if (next > pos && H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    pos = next + 1;
+  }
+  return true;
+}
+
+std::vector<hsize_t> h5_extents(hid_t space, const std::string& where) {
+  const int rank = h5_check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims", where);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) h5_check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), "H5Sget_simple_extent_dims", where);
+  return dims;
+}
+
+}  // namespace weft::io::detail

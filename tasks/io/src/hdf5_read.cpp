@@ -1,0 +1,130 @@
+// Dataset references, dataset information, whole and slab reads.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "h5_common.hpp"
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::io {
+namespace {
+
+using detail::h5_check;
+using detail::H5Handle;
+
+struct OpenDataset {
+  H5Handle file;
+  H5Handle dataset;
+};
+
+OpenDataset open_dataset(const DatasetRef& ref) {
+  const std::string where = ref.str();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(ref.file, ec)) throw IoError("cannot open " + ref.file + ": no such file");
+  if (H5Fis_hdf5(ref.file.c_str()) <= 0) throw IoError("cannot open " + ref.file + ": not an HDF5 file");
+  OpenDataset open;
+  open.file = H5Handle(h5_check(H5Fopen(ref.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "H5Fopen", ref.file));
+  if (!detail::h5_path_exists(open.file.get(), ref.path)) {
+    throw IoError("no dataset " + ref.path + " in " + ref.file);
+  }
+  H5O_info_t info;
+  h5_check(H5Oget_info_by_name(open.file.get(), ref.path.c_str(), &info, H5P_DEFAULT), "H5Oget_info_by_name", where);
+  if (info.type != H5O_TYPE_DATASET) throw IoError(where + " is not a dataset");
+  open.dataset = H5Handle(h5_check(H5Dopen2(open.file.get(), ref.path.c_str(), H5P_DEFAULT), "H5Dopen", where));
+  return open;
+}
+
+Shape to_shape(const std::vector<hsize_t>& dims, const std::string& where) {
+  const auto d = [&](std::size_t i) { return static_cast<std::int64_t>(dims[i]); };
+  switch (dims.size()) {
+    case 1: return Shape(d(0));
+    case 2: return Shape(d(0), d(1));
+    case 3: return Shape(d(0), d(1), d(2));
+    default:
+      throw ConfigError("cannot read " + where + ": rank " + std::to_string(dims.size()) +
+                        " datasets are not supported (1 to 3 axes)");
+  }
+}
+
+DType stored_dtype(hid_t dataset, const std::string& where) {
+  const H5Handle type(h5_check(H5Dget_type(dataset), "H5Dget_type", where));
+  return detail::dtype_of_h5(type.get(), where);
+}
+
+}  // namespace
+
+DatasetRef parse_dataset_ref(const std::string& text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    throw ConfigError("bad dataset reference '" + text + "': expected FILE:/path/to/dataset (e.g. vol.h5:/exchange/data)");
+  }
+  DatasetRef ref{text.substr(0, colon), text.substr(colon + 1)};
+  if (ref.path[0] != '/') ref.path.insert(ref.path.begin(), '/');
+  return ref;
+}
+
+DatasetInfo dataset_info(const DatasetRef& ref) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  DatasetInfo info;
+  info.dtype = stored_dtype(open.dataset.get(), where);
+  const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  for (hsize_t d : detail::h5_extents(space.get(), where)) info.shape.push_back(static_cast<std::int64_t>(d));
+  const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
+  if (H5Pget_layout(plist.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(info.shape.size());
+    h5_check(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()), "H5Pget_chunk", where);
+    for (hsize_t c : chunk) info.chunk.push_back(static_cast<std::int64_t>(c));
+  }
+  return info;
+}
+
+Array read_dataset(const DatasetRef& ref) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  const DType dtype = stored_dtype(open.dataset.get(), where);
+  const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  Array out = Array::host(dtype, to_shape(detail::h5_extents(space.get(), where), where));
+  if (out.size() > 0) {
+    h5_check(H5Dread(open.dataset.get(), detail::memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw()),
+             "H5Dread", where);
+  }
+  return out;
+}
+
+Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  const DType dtype = stored_dtype(open.dataset.get(), where);
+  const H5Handle file_space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  std::vector<hsize_t> dims = detail::h5_extents(file_space.get(), where);
+  if (dims.size() != 2 && dims.size() != 3) {
+    throw ConfigError("cannot read a slab of " + where + ": it has " + std::to_string(dims.size()) +
+                      " axes (slabs need 2 or 3)");
+  }
+  const auto extent = static_cast<std::int64_t>(dims[0]);
+  if (z0 < 0 || nz < 1 || z0 + nz > extent) {
+    throw ConfigError("cannot read slab [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) + ") of " + where +
+                      ": axis 0 has " + std::to_string(extent) + " elements");
+  }
+  std::vector<hsize_t> start(dims.size(), 0);
+  start[0] = static_cast<hsize_t>(z0);
+  dims[0] = static_cast<hsize_t>(nz);
+  h5_check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr),
+           "H5Sselect_hyperslab", where);
+  const H5Handle memory_space(
+      h5_check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "H5Screate_simple", where));
+  Array out = Array::host(dtype, to_shape(dims, where));
+  if (out.size() > 0) {
+    h5_check(H5Dread(open.dataset.get(), detail::memory_type(dtype), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                     out.raw()),
+             "H5Dread", where);
+  }
+  return out;
+}
+
+}  // namespace weft::io

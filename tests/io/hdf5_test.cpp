@@ -1,0 +1,258 @@
+// HDF5: references, round trips of every dtype and rank, chunking, slabs, streaming writes,
+// attributes, unsupported types, missing files and datasets, concurrent readers.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "io_test_util.hpp"
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/util/error.hpp"
+
+namespace {
+
+using weft::Array;
+using weft::DType;
+using weft::Shape;
+using namespace weft::io;
+using namespace weft::io::test;
+
+// Fills with distinct bytes so that any misplaced element shows (f16 stays finite: high byte < 0x7c).
+Array pattern(DType dtype, Shape shape, int seed = 0) {
+  Array a = Array::host(dtype, shape);
+  auto* bytes = static_cast<unsigned char*>(a.raw());
+  for (std::size_t i = 0; i < a.bytes(); ++i) bytes[i] = static_cast<unsigned char>((i * 7 + seed) % 0x7b);
+  return a;
+}
+
+void expect_same(const Array& a, const Array& b) {
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0);
+}
+
+TEST(Hdf5, ParseDatasetRef) {
+  const DatasetRef ref = parse_dataset_ref("vol.h5:/exchange/data");
+  EXPECT_EQ(ref.file, "vol.h5");
+  EXPECT_EQ(ref.path, "/exchange/data");
+  EXPECT_EQ(parse_dataset_ref("C:/x/y.h5:/d").file, "C:/x/y.h5");
+  EXPECT_EQ(parse_dataset_ref("a.h5:d").path, "/d");
+  EXPECT_THROW_WITH((void)parse_dataset_ref("vol.h5"), weft::ConfigError, "'vol.h5'");
+  EXPECT_THROW_WITH((void)parse_dataset_ref("vol.h5:"), weft::ConfigError, "'vol.h5:'");
+  EXPECT_THROW_WITH((void)parse_dataset_ref(":/a"), weft::ConfigError, "':/a'");
+}
+
+TEST(Hdf5, RoundTripEveryDtypeAndRank) {
+  const std::string file = scratch_file("all.h5");
+  const DType types[] = {DType::u8, DType::u16, DType::i32, DType::f16, DType::f32, DType::f64};
+  const Shape shapes[] = {Shape(11), Shape(5, 7), Shape(3, 4, 6)};
+  std::vector<std::pair<std::string, Array>> written;
+  {
+    H5Writer writer(file);
+    int seed = 0;
+    for (DType t : types) {
+      for (const Shape& s : shapes) {
+        const std::string path = "/g/" + std::string(weft::dtype_name(t)) + "/r" + std::to_string(s.ndim());
+        written.emplace_back(path, pattern(t, s, ++seed));
+        writer.write(path, written.back().second);
+      }
+    }
+    EXPECT_TRUE(std::filesystem::exists(file + ".tmp-" + std::to_string(::getpid())));
+    EXPECT_FALSE(std::filesystem::exists(file));
+    writer.commit();
+  }
+  EXPECT_EQ(leftover_temporaries(), 0);
+  for (const auto& [path, data] : written) {
+    const DatasetRef ref{file, path};
+    const DatasetInfo info = dataset_info(ref);
+    EXPECT_EQ(info.dtype, data.dtype()) << path;
+    ASSERT_EQ(info.shape.size(), static_cast<std::size_t>(data.shape().ndim())) << path;
+    EXPECT_TRUE(info.chunk.empty()) << path;
+    expect_same(read_dataset(ref), data);
+  }
+}
+
+TEST(Hdf5, ChunkedCompressedAndSlabs) {
+  const std::string file = scratch_file("chunked.h5");
+  const Array volume = pattern(DType::u16, Shape(9, 10, 12));
+  const Array image = pattern(DType::f32, Shape(8, 5), 3);
+  {
+    H5Writer writer(file);
+    writer.write("/v", volume, {4, 100, 6}, true);
+    writer.write("/img", image, {2, 5});
+    writer.write("/v", volume, {4, 100, 6}, true);  // replaces
+    writer.commit();
+  }
+  const DatasetInfo info = dataset_info({file, "/v"});
+  EXPECT_EQ(info.shape, (std::vector<std::int64_t>{9, 10, 12}));
+  EXPECT_EQ(info.chunk, (std::vector<std::int64_t>{4, 10, 6}));
+  expect_same(read_dataset({file, "/v"}), volume);
+
+  const Array slab = read_slab({file, "/v"}, 3, 4);
+  ASSERT_EQ(slab.shape(), Shape(4, 10, 12));
+  EXPECT_EQ(std::memcmp(slab.raw(), volume.data<std::uint16_t>() + 3 * 120, slab.bytes()), 0);
+  const Array rows = read_slab({file, "/img"}, 7, 1);
+  ASSERT_EQ(rows.shape(), Shape(1, 5));
+  EXPECT_EQ(std::memcmp(rows.raw(), image.data<float>() + 35, rows.bytes()), 0);
+
+  EXPECT_THROW_WITH((void)read_slab({file, "/v"}, 7, 3), weft::ConfigError, "[7, 10)");
+  EXPECT_THROW_WITH((void)read_slab({file, "/v"}, -1, 2), weft::ConfigError, "chunked.h5:/v");
+  EXPECT_THROW_WITH((void)read_slab({file, "/v"}, 0, 0), weft::ConfigError, "axis 0 has 9");
+}
+
+// Elements [z0, z0+nz) of axis 0 of a host array, as a copy.
+Array sub_slab(const Array& a, std::int64_t z0, std::int64_t nz) {
+  const Shape& s = a.shape();
+  const Array out = s.ndim() == 3 ? Array::host(a.dtype(), Shape(nz, s[1], s[2])) : Array::host(a.dtype(), Shape(nz, s[1]));
+  const std::size_t row = a.bytes() / static_cast<std::size_t>(s[0]);
+  std::memcpy(out.raw(), static_cast<const unsigned char*>(a.raw()) + z0 * row, nz * row);
+  return out;
+}
+
+TEST(Hdf5, StreamingSlabWrites) {
+  const std::string file = scratch_file("stream.h5");
+  const Array volume = pattern(DType::f32, Shape(6, 5, 4));
+  const Array one = sub_slab(volume, 2, 1);
+  const Array slice = Array::wrap(DType::f32, Shape(5, 4), one.raw());  // 2D slice of a 3D dataset
+  {
+    H5Writer writer(file);
+    writer.create("/out/volume", DType::f32, Shape(6, 5, 4), {1, 5, 4}, true);
+    writer.write_slab("/out/volume", 0, sub_slab(volume, 0, 2));
+    writer.write_slab("/out/volume", 2, slice);
+    writer.write_slab("/out/volume", 3, sub_slab(volume, 3, 3));
+    EXPECT_THROW_WITH(writer.write_slab("/out/volume", 5, sub_slab(volume, 0, 2)), weft::ConfigError, "does not fit");
+    EXPECT_THROW_WITH(writer.write_slab("/out/volume", 0, pattern(DType::u8, Shape(1, 5, 4))), weft::ConfigError,
+                      "u8");
+    EXPECT_THROW_WITH(writer.write_slab("/out/volume", 0, pattern(DType::f32, Shape(1, 4, 5))), weft::ConfigError,
+                      "does not fit");
+    EXPECT_THROW_WITH(writer.write_slab("/nothing", 0, slice), weft::ConfigError, "/nothing");
+    writer.commit();
+    EXPECT_THROW_WITH(writer.write("/late", slice), weft::IoError, "after commit");
+  }
+  expect_same(read_dataset({file, "/out/volume"}), volume);
+}
+
+// Reads a scalar attribute with the HDF5 C API (the library under test has no attribute reader).
+template <class T> T read_attribute(const std::string& file, const std::string& object, const std::string& name,
+                                    hid_t type) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  const hid_t a = H5Aopen(o, name.c_str(), H5P_DEFAULT);
+  T value{};
+  EXPECT_GE(H5Aread(a, type, &value), 0);
+  H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+  return value;
+}
+
+std::string read_string_attribute(const std::string& file, const std::string& object, const std::string& name) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  const hid_t a = H5Aopen(o, name.c_str(), H5P_DEFAULT);
+  const hid_t t = H5Aget_type(a);
+  std::string value(H5Tget_size(t), '\0');
+  EXPECT_GE(H5Aread(a, t, value.data()), 0);
+  H5Tclose(t);
+  H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+  return value.substr(0, value.find('\0'));
+}
+
+TEST(Hdf5, AttributesAndVectors) {
+  const std::string file = scratch_file("attr.h5");
+  {
+    H5Writer writer(file);
+    writer.write_vector("/results/curve", {0.5, 1.5, 2.5});
+    writer.attribute("/", "version", 3);
+    writer.attribute("/", "voxel_size", 0.75);
+    writer.attribute("/results", "method", "granulometry");
+    writer.attribute("/results/curve", "count", std::int64_t{1} << 40);
+    writer.attribute("/results/curve", "count", std::int64_t{42});  // replaces
+    EXPECT_THROW_WITH(writer.attribute("/absent", "x", 1.0), weft::IoError, "/absent");
+    writer.commit();
+  }
+  EXPECT_EQ(read_attribute<std::int64_t>(file, "/", "version", H5T_NATIVE_INT64), 3);
+  EXPECT_EQ(read_attribute<double>(file, "/", "voxel_size", H5T_NATIVE_DOUBLE), 0.75);
+  EXPECT_EQ(read_attribute<std::int64_t>(file, "/results/curve", "count", H5T_NATIVE_INT64), 42);
+  EXPECT_EQ(read_string_attribute(file, "/results", "method"), "granulometry");
+  const Array curve = read_dataset({file, "/results/curve"});
+  ASSERT_EQ(curve.dtype(), DType::f64);
+  ASSERT_EQ(curve.shape(), Shape(3));
+  EXPECT_EQ(curve.data<double>()[2], 2.5);
+}
+
+TEST(Hdf5, UnsupportedTypesAndMissingThings) {
+  const std::string file = scratch_file("odd.h5");
+  {
+    const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[4] = {2, 2, 2, 2};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const std::int16_t values[4] = {1, 2, 3, 4};
+    const hid_t d = H5Dcreate2(f, "/i16", H5T_STD_I16LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+    H5Dclose(d);
+    const hid_t d64 = H5Dcreate2(f, "/u64", H5T_STD_U64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(d64);
+    const hid_t space4 = H5Screate_simple(4, dims, nullptr);
+    const hid_t d4 = H5Dcreate2(f, "/flow4d", H5T_IEEE_F32LE, space4, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(d4);
+    H5Sclose(space4);
+    const hid_t g = H5Gcreate2(f, "/group", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(g);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  EXPECT_THROW_WITH((void)dataset_info({file, "/i16"}), weft::ConfigError, "unsupported dtype i16 in " + file + ":/i16");
+  EXPECT_THROW_WITH((void)read_dataset({file, "/u64"}), weft::ConfigError, "unsupported dtype u64");
+  EXPECT_EQ(dataset_info({file, "/flow4d"}).shape.size(), 4u);
+  EXPECT_THROW_WITH((void)read_dataset({file, "/flow4d"}), weft::ConfigError, "rank 4");
+  EXPECT_THROW_WITH((void)read_dataset({file, "/group"}), weft::IoError, "not a dataset");
+  EXPECT_THROW_WITH((void)read_dataset({file, "/nope/deeper"}), weft::IoError, "no dataset /nope/deeper in " + file);
+  EXPECT_THROW_WITH((void)read_dataset({scratch_file("absent.h5"), "/x"}), weft::IoError, "absent.h5");
+  write_text(scratch_file("text.h5"), "not hdf5 at all");
+  EXPECT_THROW_WITH((void)dataset_info({scratch_file("text.h5"), "/x"}), weft::IoError, "not an HDF5 file");
+  EXPECT_THROW_WITH((void)read_slab({file, "/u64"}, 0, 1), weft::ConfigError, "u64");
+  EXPECT_THROW_WITH(H5Writer(scratch_file("nodir/x.h5")), weft::IoError, "nodir/x.h5");
+}
+
+TEST(Hdf5, UncommittedWriterLeavesNothing) {
+  const std::string file = scratch_file("abandoned.h5");
+  {
+    H5Writer writer(file);
+    writer.write("/a", pattern(DType::u8, Shape(4, 4)));
+  }
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_EQ(leftover_temporaries(), 0);
+}
+
+TEST(Hdf5, ConcurrentReaders) {
+  const std::string file = scratch_file("shared.h5");
+  const Array volume = pattern(DType::u8, Shape(16, 32, 32));
+  {
+    H5Writer writer(file);
+    writer.write("/v", volume, {2, 32, 32}, true);
+    writer.commit();
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int z = 0; z < 16; ++z) {
+        const Array slab = read_slab({file, "/v"}, z, 1);
+        if (std::memcmp(slab.raw(), volume.data<std::uint8_t>() + z * 1024, 1024) != 0) ++failures[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+}  // namespace

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Weft quickstart: installs what is missing (apt, when run as root), configures, builds, then
+#   bash cluster/quickstart.sh run    runs the main job on an embedded sample
+#   bash cluster/quickstart.sh test   runs the whole test suite through ctest
+# Environment: BUILD_DIR (default build), JOBS (default: all cores), WEFT_CUDA (AUTO|ON|OFF).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+mode=${1:-}
+if [[ $mode != run && $mode != test ]]; then
+  echo "usage: bash cluster/quickstart.sh run|test" >&2
+  exit 2
+fi
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+
+packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmpi-bin libhdf5-dev
+          libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfftw3-dev
+          libpng-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py)
+missing=()
+if command -v dpkg-query >/dev/null; then
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "quickstart: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "quickstart: missing packages: ${missing[*]} (run as root to install them with apt)" >&2
+  fi
+fi
+
+cuda_args=()
+[[ -n ${WEFT_CUDA:-} ]] && cuda_args+=(-DWEFT_CUDA="$WEFT_CUDA")
+[[ -z ${CMAKE_CUDA_COMPILER:-} && -x /usr/local/cuda/bin/nvcc ]] && cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}"
+cmake --build "$build" -j "$jobs"
+
+# mpirun refuses root unless told; CI and containers run as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+if [[ $mode == test ]]; then
+  cd "$build"
+  ctest --output-on-failure -j "$jobs" --timeout 900
+  exit $?
+fi
+
+out=${OUTPUT_DIR:-weft-output}
+mkdir -p "$out"
+if "$build/apps/weft" --help | grep -q granulometry; then
+  sample="$out/sample.h5"
+  [[ -f $sample ]] || "$build/apps/weft" granulometry --generate-sample "$sample" --sample-size 128
+  "$build/apps/weft" granulometry --input "$sample:/volume" --element ball --output "$out/granulometry"
+  echo "quickstart: curve in $out/granulometry (curve.csv, curve.svg, granulometry.h5)"
+else
+  "$build/apps/weft" demo --tokens 1000
+fi

@@ -1,0 +1,189 @@
+// Granulometry on one GPU: 512³ and 1024³ volumes of overlapping balls (radii 2–40, ~40 %
+// foreground), N = 50, each element. Reports GPU compute time, end-to-end time (HDF5 read from
+// the page cache, threshold, upload, openings), the bytes the kernels move against the measured
+// device copy bandwidth, and scipy / CuPy peers (peers.py) on the same files.
+// Usage: granulometry_bench [--sizes 512,1024] [--max-size 50] [--workdir /tmp] [--python PY] [--no-peers]
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "result.hpp"
+#include "weft/cuda.hpp"
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/synthetic.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
+
+namespace {
+
+using namespace weft;
+using morphology::Element;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Device-to-device copy bandwidth (bytes read + written per second) over 1 GiB.
+double copy_bandwidth(cudaStream_t stream) {
+  const std::size_t bytes = std::size_t{1} << 30;
+  void *a = nullptr, *b = nullptr;
+  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int reps = 10;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double t = seconds_since(t0);
+  WEFT_CUDA_CHECK(cudaFree(a));
+  WEFT_CUDA_CHECK(cudaFree(b));
+  return 2.0 * bytes * reps / t;
+}
+
+/// Bytes per voxel the kernels move for one distance transform + count (distance_gpu.cu):
+/// row pass 20 (seed read twice, nearest-left written and read, result written), two column
+/// passes of 8 each plus 24 of envelope stacks for cube and ball, count 4.
+double bytes_per_voxel_per_size(Element e) { return e == Element::octahedron ? 40.0 : 88.0; }
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) v.push_back(std::stoi(part));
+  return v;
+}
+
+/// Peers' estimated time for sizes 0..N from their measured sizes: octahedron and cube repeat an
+/// elementary pass 2n times for size n (Σ 2n = N(N+1) passes); a ball opening costs the same at every n.
+double extrapolate(const nlohmann::json& rows, Element e, int last) {
+  if (!rows.is_array() || rows.empty()) return -1;
+  double per = 0;
+  for (const auto& r : rows)
+    per += e == Element::ball ? r["seconds"].get<double>() : r["seconds"].get<double>() / (2.0 * r["size"].get<int>());
+  per /= static_cast<double>(rows.size());
+  return e == Element::ball ? per * last : per * last * (last + 1.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string sizes_text = "512,1024", workdir = "/tmp", python = "python3";
+  if (std::filesystem::exists("/usr/bin/python3")) python = "/usr/bin/python3";
+  int last = 50;
+  bool peers = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--sizes") sizes_text = next();
+    else if (a == "--max-size") last = std::stoi(next());
+    else if (a == "--workdir") workdir = next();
+    else if (a == "--python") python = next();
+    else if (a == "--no-peers") peers = false;
+    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+  }
+  if (cuda_device_count() == 0) {
+    std::printf("granulometry_bench: no GPU, nothing measured\n");
+    return 0;
+  }
+  bench::Result result("granulometry", argc, argv);
+  cudaStream_t stream = nullptr;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  const double bandwidth = copy_bandwidth(stream);
+  result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
+  result.metric("max_size", last);
+  std::printf("device copy bandwidth %.0f GB/s (read + write)\n", bandwidth / 1e9);
+  std::printf("%-6s %-10s %9s %9s %10s %9s %7s %10s %10s %8s\n", "volume", "element", "gpu s", "e2e s", "GB moved",
+              "floor s", "ratio", "cupy s*", "scipy s*", "speedup");
+  nlohmann::json rows = nlohmann::json::array();
+  const Element elements[] = {Element::octahedron, Element::cube, Element::ball};
+  for (int size : parse_list(sizes_text)) {
+    const std::string file = workdir + "/weft_granulometry_" + std::to_string(size) + ".h5";
+    const io::DatasetRef ref{file, "/exchange/data"};
+    {
+      Array volume = morphology::overlapping_balls(Shape(size, size, size), 2, 40, 0.4, 7);
+      io::H5Writer h5(file);
+      h5.write(ref.path, volume, {64, 64, 64}, false);
+      h5.commit();
+    }
+    (void)io::read_dataset(ref);  // page cache warm
+    nlohmann::json peer;
+    if (peers) {
+      const std::string out = workdir + "/weft_granulometry_peers_" + std::to_string(size) + ".json";
+      // scipy only on the smaller volume, at size 1 (one 512³ EDT takes tens of seconds).
+      const std::string args = size <= 512 ? " --sizes 1,2 --budget 15" : " --sizes 1,2,4 --budget 15 --no-scipy";
+      const std::string cmd = python + " " + WEFT_PEERS_SCRIPT + " --input " + ref.str() + " --json " + out + args;
+      std::printf("peers: %s\n", cmd.c_str());
+      if (std::system(cmd.c_str()) == 0) {
+        std::ifstream f(out);
+        peer = nlohmann::json::parse(f, nullptr, false);
+      }
+    }
+    for (Element e : elements) {
+      const std::string name(morphology::element_name(e));
+      morphology::GranulometryOptions options{e, last, false, {}};
+      // End to end: HDF5 read (page cache), threshold, upload, openings, curve on the host.
+      auto t0 = Clock::now();
+      Array volume = io::read_dataset(ref);
+      Array mask = morphology::nonzero_mask(volume);
+      Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+      auto first = morphology::granulometry_gpu(d_mask, options, stream);
+      const double end_to_end = seconds_since(t0);
+      // GPU compute alone (second run, the mask already on the device, pools warm).
+      t0 = Clock::now();
+      auto again = morphology::granulometry_gpu(d_mask, options, stream);
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const double gpu = seconds_since(t0);
+      int computed = 0;
+      for (int n = 1; n <= last && first.remaining[n] > 0; ++n) ++computed;
+      const double voxels = static_cast<double>(mask.size());
+      const double moved = voxels * bytes_per_voxel_per_size(e) * (computed + 2);
+      const double floor = moved / bandwidth;
+      nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
+                            {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
+                            {"bytes_moved", moved}, {"floor_seconds", floor}, {"ratio", gpu / floor},
+                            {"foreground", first.remaining[0]}, {"curve", first.remaining},
+                            {"bitpacked_ideal_seconds", voxels / 8.0 * 2.0 * 2.0 * last / bandwidth},
+                            {"repeatable", first.remaining == again.remaining}};
+      double cupy = -1, scipy = -1;
+      for (const char* lib : {"cupy", "scipy"}) {
+        if (!peer.is_object() || !peer.contains(lib) || !peer[lib].contains(name)) continue;
+        const auto& measured = peer[lib][name]["sizes"];
+        bool agree = true;
+        for (const auto& r : measured) {
+          const int n = r["size"].get<int>();
+          if (n <= last) agree = agree && r["remaining"].get<std::int64_t>() == first.remaining[n];
+        }
+        const double estimate = extrapolate(measured, e, computed);
+        row[lib] = {{"measured", measured}, {"estimated_seconds_N", estimate}, {"curves_agree", agree}};
+        (std::string(lib) == "cupy" ? cupy : scipy) = estimate;
+      }
+      if (cupy > 0) row["speedup_vs_cupy"] = cupy / gpu;
+      std::printf("%-6d %-10s %9.3f %9.3f %10.1f %9.3f %7.2f %10.2f %10.1f %8.1f\n", size, name.c_str(), gpu,
+                  end_to_end, moved / 1e9, floor, gpu / floor, cupy, scipy, cupy > 0 ? cupy / gpu : -1.0);
+      if (size == 1024) {
+        if (e == Element::octahedron) result.target("octahedron_1024_gpu_seconds", gpu, 0.3, false);
+        if (e == Element::ball) result.target("ball_1024_gpu_seconds", gpu, 1.0, false);
+        result.target(name + "_1024_end_to_end_seconds", end_to_end, 2.0, false);
+        if (cupy > 0) result.target(name + "_1024_speedup_vs_cupy", cupy / gpu, 30.0, true);
+      }
+      rows.push_back(row);
+    }
+    if (peer.is_object()) result.metric("peers_" + std::to_string(size), peer);
+    std::filesystem::remove(file);
+  }
+  std::printf("* peers: estimated for sizes 0..N from the sizes they finished (see JSON)\n");
+  result.metric("runs", rows);
+  std::printf("wrote %s\n", result.write().c_str());
+  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}

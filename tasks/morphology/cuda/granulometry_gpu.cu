@@ -33,7 +33,7 @@ class GpuBackend {
 
   std::int64_t distance_to_background() {
     distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
-    work_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    work_ = Array::device(cuda::work_bytes(element_) == 4 ? DType::i32 : DType::u16, mask_.shape(), device_, stream_);
     if (element_ != Element::octahedron)
       stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);
     cuda::SeedRule seeds{mask_.data<std::uint8_t>(), nullptr, 0};
@@ -61,10 +61,10 @@ class GpuBackend {
     if (pending_.size() == 1024) flush();
     auto* slot = reinterpret_cast<unsigned long long*>(counts_.raw()) + pending_.size();
     pending_.push_back(count);
-    cuda::SeedRule seeds{nullptr, distance_.data<std::int32_t>(), r};
-    cuda::launch_distance_transform(seeds, work_.data<std::int32_t>(), stacks(), dims_, element_, stream_);
-    cuda::launch_count_within(work_.data<std::int32_t>(), dims_.voxels(), r,
-                              update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
+    if (element_ != Element::ball && r >= 0xFFFF)
+      throw ConfigError("granulometry_gpu: sizes up to 65534 for octahedra and cubes, asked " + std::to_string(r));
+    cuda::launch_opening_count(distance_.data<std::int32_t>(), r, work_.raw(), stacks(), dims_, element_,
+                               update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
   }
 
   void flush() {

@@ -74,6 +74,17 @@ void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
   }
 }
 
+/// In place: f holds 0 at seeds and kInfinity elsewhere; leaves, along the last axis, the distance
+/// to the dilation of the seeds by the cube of radius r along the first two axes: f ≤ r exactly on
+/// the dilation by the cube. Separable, no envelope stacks (the same passes as the CUDA path).
+void cube_dilation_in_place(std::int32_t* f, const Dims& d, std::int64_t r) {
+  for_each_line(d, 2, [&](std::int64_t first, std::int64_t stride, int n, int) { device::cone_line(f + first, stride, n); });
+  for (int axis = 1; axis >= 0; --axis)
+    for_each_line(d, axis, [&](std::int64_t first, std::int64_t stride, int n, int) {
+      device::window_line(f + first, stride, n, kInfinity, r);
+    });
+}
+
 class CpuBackend {
  public:
   CpuBackend(const Array& mask, Element element)
@@ -119,7 +130,8 @@ class CpuBackend {
     parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t i = b; i < e; ++i) f[i] = dist[i] > r ? 0 : kInfinity;
     });
-    transform_in_place(f, dims_, element_);
+    if (element_ == Element::cube) cube_dilation_in_place(f, dims_, r);
+    else transform_in_place(f, dims_, element_);
     std::int32_t* s = update_size_map ? size_map_.data<std::int32_t>() : nullptr;
     *count = sum_over([&](std::int64_t i) {
       const bool kept = f[i] <= r;

@@ -22,20 +22,47 @@ WEFT_MORPHOLOGY_HD std::int32_t clamp_infinity(std::int64_t v) {
   return v >= kInfinity ? kInfinity : static_cast<std::int32_t>(v);
 }
 
+/// Saturating successor: distances stop at `inf` (the type's "unreachable").
+template <class T>
+WEFT_MORPHOLOGY_HD T next_distance(T run, T inf) {
+  return run >= inf ? inf : static_cast<T>(run + 1);
+}
+
 /// f(x) = min_i g(i) + |x - i|: the L1 (octahedron) pass, and the first pass of every metric
-/// (with g ∈ {0, ∞} it is the 1D distance to the nearest seed). Two scans, exact.
-WEFT_MORPHOLOGY_HD void cone_line(std::int32_t* f, std::int64_t stride, int n) {
-  std::int32_t run = kInfinity;
+/// (with g ∈ {0, ∞} it is the 1D distance to the nearest seed). Two scans, exact; values
+/// saturate at `inf`.
+template <class T>
+WEFT_MORPHOLOGY_HD void cone_line(T* f, std::int64_t stride, int n, T inf) {
+  T run = inf;
   for (int i = 0; i < n; ++i) {
-    std::int32_t& v = f[i * stride];
-    run = run >= kInfinity ? kInfinity : run + 1;
+    T& v = f[i * stride];
+    run = next_distance(run, inf);
     if (v < run) run = v; else v = run;
   }
-  run = kInfinity;
+  run = inf;
   for (int i = n - 1; i >= 0; --i) {
-    std::int32_t& v = f[i * stride];
-    run = run >= kInfinity ? kInfinity : run + 1;
+    T& v = f[i * stride];
+    run = next_distance(run, inf);
     if (v < run) run = v; else v = run;
+  }
+}
+WEFT_MORPHOLOGY_HD void cone_line(std::int32_t* f, std::int64_t stride, int n) { cone_line(f, stride, n, kInfinity); }
+
+/// f(x) = distance along the line to the nearest i with f(i) ≤ r (saturating at `inf`): one axis
+/// of the dilation by a cube of radius r, when the previous axis left distances in f.
+template <class T>
+WEFT_MORPHOLOGY_HD void window_line(T* f, std::int64_t stride, int n, T inf, std::int64_t r) {
+  T run = inf;
+  for (int i = 0; i < n; ++i) {
+    T& v = f[i * stride];
+    run = static_cast<std::int64_t>(v) <= r ? T(0) : next_distance(run, inf);
+    v = run;
+  }
+  run = inf;
+  for (int i = n - 1; i >= 0; --i) {
+    T& v = f[i * stride];
+    run = v == T(0) ? T(0) : next_distance(run, inf);
+    if (run < v) v = run;
   }
 }
 

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "result.hpp"
 #include "weft/tasks/demo/demo.hpp"
@@ -117,6 +119,25 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kLaunches; ++i) tasks::cuda::empty(s);
     WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
     double floor_gpu = seconds_since(t0) * 1e6 / kLaunches;
+    // How launches from several threads share the driver: 8 threads, one stream or one each.
+    for (bool own_stream : {false, true}) {
+      std::vector<cudaStream_t> streams(kLength, s);
+      if (own_stream)
+        for (auto& st : streams) WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      constexpr int kPerThread = 20000;
+      auto t1 = Clock::now();
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kLength; ++t)
+        threads.emplace_back([&, t] {
+          WEFT_CUDA_CHECK(cudaSetDevice(0));
+          for (int i = 0; i < kPerThread; ++i) tasks::cuda::empty(streams[t]);
+        });
+      for (auto& th : threads) th.join();
+      WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+      double us = seconds_since(t1) * 1e6 / (kPerThread * kLength);
+      std::printf("%-44s %12.3f\n", own_stream ? "8 threads, own streams: us per launch" : "8 threads, one stream: us per launch", us);
+      result.metric(own_stream ? "gpu_us_per_launch_8threads_own_streams" : "gpu_us_per_launch_8threads_one_stream", us);
+    }
     run_chain(kLength, kGpuTokens / 10, true, 16);  // warm-up (streams, pools)
     ChainResult gpu = run_chain(kLength, kGpuTokens, true, 16);
     std::printf("%-44s %12.3f %12.3f %10.2f\n", "GPU chain of 8 empty-kernel tasks", gpu.per_task_us, floor_gpu,

@@ -1,0 +1,173 @@
+// CUDA entry point: input conversion, the device pyramid and the coarse-to-fine loop over scales
+// and warps. Everything stays on the device on one stream; the host reads the stopping
+// criterion back every FlowPolicy::check_every iterations only (and never when epsilon == 0).
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "../src/solvers_cpu.hpp"
+#include "kernels.cuh"
+#include "weft/cuda.hpp"
+#include "weft/tasks/flow/flow.hpp"
+
+namespace weft::flow {
+
+bool have_cuda() noexcept { return true; }
+
+namespace {
+
+// Stream-ordered scratch memory (cudaMallocAsync pools; freed in stream order).
+template <class T> class DeviceBuffer {
+ public:
+  DeviceBuffer(std::size_t count, cudaStream_t s) : stream_(s) {
+    WEFT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), std::max<std::size_t>(count, 1) * sizeof(T), s));
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFreeAsync(ptr_, stream_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  [[nodiscard]] T* get() const noexcept { return ptr_; }
+  void zero(std::size_t count) { WEFT_CUDA_CHECK(cudaMemsetAsync(ptr_, 0, count * sizeof(T), stream_)); }
+
+ private:
+  T* ptr_ = nullptr;
+  cudaStream_t stream_;
+};
+
+struct Level {
+  int w, h;
+  [[nodiscard]] std::size_t n() const { return static_cast<std::size_t>(w) * h; }
+};
+
+// Runs the inner iterations of one warp; returns after the last or once the error is small.
+template <class Step>
+void iterate(const FlowParams& prm, const gpu::FlowPolicy& policy, float* d_err, float stop_sum, Step&& step,
+             cudaStream_t s) {
+  for (int n = 0; n < prm.iterations; ++n) {
+    step(n);
+    if (stop_sum > 0 && (n + 1) % policy.check_every == 0 && n + 1 < prm.iterations) {
+      float h_err = 0;
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(&h_err, d_err + n, sizeof(float), cudaMemcpyDeviceToHost, s));
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+      if (h_err <= stop_sum) return;  // the next iterations would all be skipped on the device
+    }
+  }
+}
+
+template <class S>
+void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, float2* out, cudaStream_t s) {
+  using P = gpu::Pair_t<S>;
+  int device = 0, major = 9;
+  WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const gpu::FlowPolicy policy = gpu::policy_for(major * 10);
+  const int levels = detail::level_count(width, height, prm);
+  std::vector<Level> lv{{width, height}};
+  for (int k = 1; k < levels; ++k) lv.push_back({detail::zoomed_size(lv.back().w, prm.zoom), detail::zoomed_size(lv.back().h, prm.zoom)});
+  const std::size_t n0 = lv[0].n();
+
+  // Pyramid: built in float, stored in S.
+  DeviceBuffer<float> tmp(5 * n0, s), fa(n0, s), fb(n0, s);
+  std::vector<DeviceBuffer<S>> i0, i1;
+  const gpu::Gauss1D pre = gpu::gaussian_weights(prm.presmooth), same = gpu::gaussian_weights(0),
+                     aa = gpu::gaussian_weights(0.6 * std::sqrt(1.0 / (prm.zoom * prm.zoom) - 1.0));
+  for (float* frame : {f0, f1}) {
+    auto& pyr = frame == f0 ? i0 : i1;
+    gpu::launch_gaussian<float, float>(pre, frame, tmp.get(), fa.get(), width, height, s);
+    for (int k = 0; k < levels; ++k) {
+      if (k > 0) {
+        gpu::launch_gaussian<float, float>(aa, fa.get(), tmp.get(), fb.get(), lv[k - 1].w, lv[k - 1].h, s);
+        gpu::launch_resize<float>(fb.get(), lv[k - 1].w, lv[k - 1].h, fa.get(), lv[k].w, lv[k].h, s);
+      }
+      pyr.emplace_back(lv[k].n(), s);
+      gpu::launch_gaussian<float, S>(same, fa.get(), tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
+    }
+  }
+
+  DeviceBuffer<float2> ua(n0, s), ub(n0, s);
+  DeviceBuffer<S> gx(n0, s), gy(n0, s), rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
+  DeviceBuffer<P> grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
+  DeviceBuffer<float> err(prm.iterations, s);
+  ua.zero(lv.back().n());
+  const gpu::Gauss1D tensor_blur = gpu::gaussian_weights(prm.method == Method::clg ? prm.rho : 0.0);
+  float2 *u = ua.get(), *u_next = ub.get();
+  P *p1 = p1a.get(), *p1n = p1b.get(), *p2 = p2a.get(), *p2n = p2b.get();
+
+  for (int k = levels - 1; k >= 0; --k) {
+    const int w = lv[k].w, h = lv[k].h;
+    const std::size_t n = lv[k].n();
+    if (k < levels - 1) {
+      gpu::launch_resize_flow(u, lv[k + 1].w, lv[k + 1].h, u_next, w, h, s);
+      std::swap(u, u_next);
+    }
+    gpu::launch_gradient<S>(i1[k].get(), gx.get(), gy.get(), w, h, s);
+    WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
+    const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(n));
+    for (int warp = 0; warp < prm.warps; ++warp) {
+      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), gx.get(), gy.get(), u, grad.get(), rho_c.get(), w, h, s);
+      err.zero(prm.iterations);
+      // Median filter at the start of the warp and every median_interval iterations (skipped on
+      // the device once the iteration has converged, as the CPU loop stops).
+      auto median = [&](int it) {
+        if (prm.median <= 1 || it % prm.median_interval != 0) return;
+        gpu::launch_median_flow(u, u_next, prm.median, err.get(), it, stop_sum, w, h, s);
+        std::swap(u, u_next);
+      };
+      if (prm.method == Method::tvl1) {
+        const gpu::Tvl1Step c{static_cast<float>(prm.lambda * 255.0 * prm.theta), static_cast<float>(prm.theta),
+                              static_cast<float>(prm.tau / prm.theta), stop_sum};
+        iterate(prm, policy, err.get(), stop_sum, [&](int it) {
+          median(it);
+          gpu::launch_tvl1_iteration<S>(c, u, u_next, p1, p2, p1n, p2n, grad.get(), rho_c.get(), err.get(), it, w, h, s);
+          std::swap(u, u_next), std::swap(p1, p1n), std::swap(p2, p2n);
+        }, s);
+      } else {
+        gpu::launch_tensor<S>(grad.get(), rho_c.get(), tmp.get(), w, h, s);
+        for (int c = 0; c < 5; ++c)
+          gpu::launch_gaussian<float, S>(tensor_blur, tmp.get() + c * n, fa.get(), js.get() + c * n, w, h, s);
+        const float a = static_cast<float>((prm.alpha / 255.0) * (prm.alpha / 255.0));
+        iterate(prm, policy, err.get(), stop_sum, [&](int it) {
+          median(it);
+          gpu::launch_jacobi<S>(a, stop_sum, u, u_next, js.get(), err.get(), it, w, h, s);
+          std::swap(u, u_next);
+        }, s);
+      }
+    }
+  }
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(out, u, n0 * sizeof(float2), cudaMemcpyDeviceToDevice, s));
+}
+
+}  // namespace
+
+Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream) {
+  check_frames(frame0, frame1);
+  validate(params);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
+  const long n = static_cast<long>(w) * h;
+  int device = frame0.memory().is_host() ? -1 : frame0.memory().device_index;
+  if (device < 0) WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  DeviceBuffer<float> f0(n, s), f1(n, s);
+  for (auto [a, f] : {std::pair{&frame0, f0.get()}, std::pair{&frame1, f1.get()}}) {
+    const void* src = a->raw();
+    std::optional<DeviceBuffer<char>> staged;
+    if (a->memory().is_host()) {
+      staged.emplace(a->bytes(), s);
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(staged->get(), src, a->bytes(), cudaMemcpyHostToDevice, s));
+      src = staged->get();
+    }
+    gpu::launch_to_float(a->dtype(), src, f, n, detail::intensity_scale(a->dtype()), s);
+  }
+  if (detail::intensity_scale(frame0.dtype()) == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
+  Array out = Array::device(DType::f32, Shape(h, w, 2), device, s);
+  if (params.precision == Precision::fp16)
+    solve<__half>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s);
+  else
+    solve<float>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s);
+  return out;
+}
+
+}  // namespace weft::flow

@@ -1,0 +1,65 @@
+#pragma once
+// Launchers of the flow kernels (layer 1) and their policy. Internal to tasks/flow.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "weft/data/dtype.hpp"
+
+namespace weft::flow::gpu {
+
+// Tile of the fused TV-L1 iteration and of the pointwise kernels. Chosen as the usual 32x8
+// (warp-wide rows, 256 threads); to be tuned from bench/results/flow.json.
+struct FlowPolicy {
+  int tile_w = 32;
+  int tile_h = 8;
+  int check_every = 10;  // iterations between host reads of the stopping criterion
+};
+inline constexpr FlowPolicy kPolicySm90{};
+static_assert(kPolicySm90.tile_w % 32 == 0 && kPolicySm90.tile_w * kPolicySm90.tile_h <= 1024);
+[[nodiscard]] inline FlowPolicy policy_for(int /*compute_capability*/) { return kPolicySm90; }
+inline constexpr int kTileW = kPolicySm90.tile_w, kTileH = kPolicySm90.tile_h;
+
+// Storage traits: S is float (fp32) or __half (fp16); pairs are float2 or __half2.
+template <class S> struct Pair;
+template <> struct Pair<float> { using type = float2; };
+template <> struct Pair<__half> { using type = __half2; };
+template <class S> using Pair_t = typename Pair<S>::type;
+
+struct Gauss1D {
+  int radius = 0;
+  float w[32];
+};
+[[nodiscard]] Gauss1D gaussian_weights(double sigma);
+
+// Pyramid and image operations (pyramid_gpu.cu). Sizes are w x h, planes row-major.
+void launch_to_float(DType type, const void* in, float* out, long n, float scale, cudaStream_t s);
+void launch_normalise(float* a, float* b, long n, cudaStream_t s);  // joint min/max to [0, 1]
+template <class In, class Out>
+void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s);
+template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);
+void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
+template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h, cudaStream_t s);
+// Frame 1 and its gradients warped by the flow: grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+template <class S>
+void launch_warp(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad, S* rho_c,
+                 int w, int h, cudaStream_t s);
+// Median of the flow; a no-op copy when iteration n is past the stopping point (see below).
+void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
+                        cudaStream_t s);
+
+// Solvers (solvers_gpu.cu). err[n] accumulates iteration n's squared update; an iteration whose
+// predecessor's err <= stop (or n > 0 and stopped) copies its input and does nothing else.
+struct Tvl1Step {
+  float lt, theta, taut, stop;
+};
+template <class S>
+void launch_tvl1_iteration(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
+                           const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
+                           const S* rho_c, float* err, int n, int w, int h, cudaStream_t s);
+// Structure tensor J = (Ix^2, IxIy, Iy^2, Ix It, Iy It) in 5 planes of w*h (float, before smoothing).
+template <class S> void launch_tensor(const Pair_t<S>* grad, const S* rho_c, float* j, int w, int h, cudaStream_t s);
+template <class S>
+void launch_jacobi(float a, float stop, const float2* u_in, float2* u_out, const S* j, float* err, int n, int w, int h,
+                   cudaStream_t s);
+
+}  // namespace weft::flow::gpu

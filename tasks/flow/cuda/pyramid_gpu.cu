@@ -1,0 +1,185 @@
+// Pyramid, gradient, warp and median kernels of the flow methods (launchers, kernels, per-pixel
+// math from src/flow_math.hpp shared with the CPU path).
+#include <cmath>
+
+#include <thrust/execution_policy.h>
+#include <thrust/extrema.h>
+
+#include "../src/flow_math.hpp"
+#include "convert.cuh"
+#include "kernels.cuh"
+#include "weft/cuda.hpp"
+
+namespace weft::flow::gpu {
+using device::ld;
+using device::ld2;
+using device::st;
+using device::st2;
+
+namespace {
+dim3 grid2(int w, int h) { return dim3((w + kTileW - 1) / kTileW, (h + kTileH - 1) / kTileH); }
+const dim3 kBlock(kTileW, kTileH);
+__device__ __forceinline__ bool pixel(int w, int h, int& x, int& y) {
+  x = blockIdx.x * blockDim.x + threadIdx.x;
+  y = blockIdx.y * blockDim.y + threadIdx.y;
+  return x < w && y < h;
+}
+
+template <class T> __global__ void to_float_kernel(const T* in, float* out, long n, float scale) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = scale > 0 ? ld(in[i]) * scale : ld(in[i]);
+}
+__global__ void normalise_kernel(float* a, float* b, long n, const float* lo_a, const float* hi_a, const float* lo_b,
+                                 const float* hi_b) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float lo = fminf(*lo_a, *lo_b), range = fmaxf(*hi_a, *hi_b) - lo;
+  const float scale = range > 0 ? 1.f / range : 0.f;
+  a[i] = (a[i] - lo) * scale;
+  b[i] = (b[i] - lo) * scale;
+}
+template <class In> __global__ void blur_rows_kernel(Gauss1D g, const In* in, float* out, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  float s = 0;
+  for (int i = -g.radius; i <= g.radius; ++i) s += g.w[i + g.radius] * ld(in[long(y) * w + device::clamp_index(x + i, w)]);
+  out[long(y) * w + x] = s;
+}
+template <class Out> __global__ void blur_cols_kernel(Gauss1D g, const float* in, Out* out, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  float s = 0;
+  for (int i = -g.radius; i <= g.radius; ++i) s += g.w[i + g.radius] * in[long(device::clamp_index(y + i, h)) * w + x];
+  out[long(y) * w + x] = st<Out>(s);
+}
+template <class S> __global__ void resize_kernel(const S* in, int wi, int hi, S* out, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const float sx = float(wi) / w, sy = float(hi) / h;
+  out[long(y) * w + x] = st<S>(device::bilinear<float>(in, wi, hi, (x + 0.5f) * sx - 0.5f, (y + 0.5f) * sy - 0.5f));
+}
+__global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const float sx = float(wi) / w, sy = float(hi) / h;
+  const float* f = reinterpret_cast<const float*>(in);
+  const float xs = (x + 0.5f) * sx - 0.5f, ys = (y + 0.5f) * sy - 0.5f;
+  out[long(y) * w + x] = make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
+                                     device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
+}
+template <class S> __global__ void gradient_kernel(const S* in, S* gx, S* gy, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const long r = long(y) * w;
+  gx[r + x] = st<S>(0.5f * (ld(in[r + device::clamp_index(x + 1, w)]) - ld(in[r + device::clamp_index(x - 1, w)])));
+  gy[r + x] = st<S>(0.5f * (ld(in[long(device::clamp_index(y + 1, h)) * w + x]) - ld(in[long(device::clamp_index(y - 1, h)) * w + x])));
+}
+template <class S>
+__global__ void warp_kernel(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad,
+                            S* rho_c, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const long i = long(y) * w + x;
+  const float2 f = flow[i];
+  const float sx = x + f.x, sy = y + f.y;
+  const float iw = device::bicubic<float>(i1, w, h, sx, sy);
+  const float ix = device::bicubic<float>(gx, w, h, sx, sy), iy = device::bicubic<float>(gy, w, h, sx, sy);
+  grad[i] = st2<Pair_t<S>>(ix, iy);
+  rho_c[i] = st<S>(iw - ix * f.x - iy * f.y - ld(i0[i]));
+}
+__global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
+                                   int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  if (it > 0 && err[it - 1] <= stop) {
+    out[long(y) * w + x] = in[long(y) * w + x];
+    return;
+  }
+  const int r = size / 2;
+  float a[25], b[25];
+  int n = 0;
+  for (int dy = -r; dy <= r; ++dy)
+    for (int dx = -r; dx <= r; ++dx) {
+      const float2 v = in[long(device::clamp_index(y + dy, h)) * w + device::clamp_index(x + dx, w)];
+      a[n] = v.x, b[n] = v.y, ++n;
+    }
+  out[long(y) * w + x] = make_float2(device::median_of(a, n), device::median_of(b, n));
+}
+}  // namespace
+
+Gauss1D gaussian_weights(double sigma) {
+  Gauss1D g;
+  g.radius = sigma > 0 ? std::min(15, std::max(1, static_cast<int>(std::ceil(3 * sigma)))) : 0;
+  double sum = 0;
+  for (int i = -g.radius; i <= g.radius; ++i) sum += g.w[i + g.radius] = static_cast<float>(std::exp(-0.5 * i * i / (sigma * sigma)));
+  for (int i = 0; i <= 2 * g.radius; ++i) g.w[i] = static_cast<float>(g.w[i] / sum);
+  if (g.radius == 0) g.w[0] = 1;
+  return g;
+}
+
+void launch_to_float(DType type, const void* in, float* out, long n, float scale, cudaStream_t s) {
+  const int b = 256;
+  const unsigned g = static_cast<unsigned>((n + b - 1) / b);
+  switch (type) {
+    case DType::u8: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned char*>(in), out, n, scale); break;
+    case DType::u16: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned short*>(in), out, n, scale); break;
+    case DType::f32: to_float_kernel<<<g, b, 0, s>>>(static_cast<const float*>(in), out, n, scale); break;
+    default: to_float_kernel<<<g, b, 0, s>>>(static_cast<const double*>(in), out, n, scale); break;
+  }
+  check_launch("flow.to_float_kernel", s);
+}
+
+void launch_normalise(float* a, float* b, long n, cudaStream_t s) {
+  const auto pa = thrust::minmax_element(thrust::cuda::par.on(s), a, a + n);
+  const auto pb = thrust::minmax_element(thrust::cuda::par.on(s), b, b + n);
+  normalise_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(a, b, n, pa.first, pa.second, pb.first, pb.second);
+  check_launch("flow.normalise_kernel", s);
+}
+
+template <class In, class Out>
+void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s) {
+  blur_rows_kernel<<<grid2(w, h), kBlock, 0, s>>>(g, in, tmp, w, h);
+  check_launch("flow.blur_rows_kernel", s);
+  blur_cols_kernel<<<grid2(w, h), kBlock, 0, s>>>(g, tmp, out, w, h);
+  check_launch("flow.blur_cols_kernel", s);
+}
+
+template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s) {
+  resize_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, wi, hi, out, w, h);
+  check_launch("flow.resize_kernel", s);
+}
+
+void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s) {
+  resize_flow_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, wi, hi, out, w, h);
+  check_launch("flow.resize_flow_kernel", s);
+}
+
+template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h, cudaStream_t s) {
+  gradient_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, gx, gy, w, h);
+  check_launch("flow.gradient_kernel", s);
+}
+
+template <class S>
+void launch_warp(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad, S* rho_c,
+                 int w, int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, gx, gy, flow, grad, rho_c, w, h);
+  check_launch("flow.warp_kernel", s);
+}
+
+void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
+                        cudaStream_t s) {
+  median_flow_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, out, size, err, n, stop, w, h);
+  check_launch("flow.median_flow_kernel", s);
+}
+
+#define WEFT_FLOW_INSTANTIATE(S)                                                                                   \
+  template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
+  template void launch_resize<S>(const S*, int, int, S*, int, int, cudaStream_t);                                 \
+  template void launch_gradient<S>(const S*, S*, S*, int, int, cudaStream_t);                                     \
+  template void launch_warp<S>(const S*, const S*, const S*, const S*, const float2*, Pair_t<S>*, S*, int, int,   \
+                               cudaStream_t);
+WEFT_FLOW_INSTANTIATE(float)
+WEFT_FLOW_INSTANTIATE(__half)
+#undef WEFT_FLOW_INSTANTIATE
+
+}  // namespace weft::flow::gpu

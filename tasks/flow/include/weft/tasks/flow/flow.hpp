@@ -1,0 +1,31 @@
+#pragma once
+/// Optical flow between two grey frames: host entry points (CPU) and the CUDA one.
+#include <vector>
+
+#include "weft/data/array.hpp"
+#include "weft/tasks/flow/params.hpp"
+
+namespace weft::flow {
+
+/// Flow from frame0 to frame1 (2D arrays [H,W] of u8, u16, f32 or f64, same shape, H,W >= 2):
+/// f32 [H,W,2] with (u, v) per pixel in pixels, frame1(x + u, y + v) ~ frame0(x, y).
+/// Fast CPU float path (multi-threaded). Throws ConfigError on bad input or parameters.
+[[nodiscard]] Array compute(const Array& frame0, const Array& frame1, const FlowParams& params);
+
+/// Double-precision, single-threaded reference of the same algorithms (for tests; small images).
+[[nodiscard]] Array compute_reference(const Array& frame0, const Array& frame1, const FlowParams& params);
+
+/// Whether this build has the CUDA path.
+[[nodiscard]] bool have_cuda() noexcept;
+
+/// CUDA path: frames are device arrays (any dtype accepted by compute) on the current GPU;
+/// returns a device f32 [H,W,2] array. Work is enqueued on `stream` (a cudaStream_t); the call
+/// synchronises only to test the stopping criterion (every few iterations when epsilon > 0).
+/// params.precision picks fp32 or fp16 (half2) storage. Throws ConfigError without CUDA.
+[[nodiscard]] Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params,
+                                 void* stream);
+
+/// Checks two frames for compute(): 2D, same shape, at least 2x2, supported dtype.
+void check_frames(const Array& frame0, const Array& frame1);
+
+}  // namespace weft::flow

@@ -1,0 +1,95 @@
+#pragma once
+// Per-element math of the flow methods, shared by the CPU paths and the CUDA kernels (layer 4).
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define WEFT_FLOW_HD __host__ __device__ __forceinline__
+#else
+#define WEFT_FLOW_HD inline
+#endif
+
+namespace weft::flow::device {
+
+WEFT_FLOW_HD int clamp_index(int i, int n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+
+// Keys cubic convolution weights (a = -0.5), as the IPOL TV-L1 bicubic interpolation.
+template <class T> WEFT_FLOW_HD T cubic(T v0, T v1, T v2, T v3, T t) {
+  return v1 + T(0.5) * t * (v2 - v0 + t * (T(2) * v0 - T(5) * v1 + T(4) * v2 - v3 + t * (T(3) * (v1 - v2) + v3 - v0)));
+}
+
+// Bicubic sample of img (row-major h x w) at (x, y) with replicated borders.
+template <class T, class S> WEFT_FLOW_HD T bicubic(const S* img, int w, int h, T x, T y) {
+  const int ix = static_cast<int>(floor(x)), iy = static_cast<int>(floor(y));
+  const T tx = x - T(ix), ty = y - T(iy);
+  T row[4];
+  for (int j = 0; j < 4; ++j) {
+    const S* r = img + static_cast<long>(clamp_index(iy - 1 + j, h)) * w;
+    row[j] = cubic<T>(T(r[clamp_index(ix - 1, w)]), T(r[clamp_index(ix, w)]), T(r[clamp_index(ix + 1, w)]),
+                      T(r[clamp_index(ix + 2, w)]), tx);
+  }
+  return cubic<T>(row[0], row[1], row[2], row[3], ty);
+}
+
+// Bilinear sample with replicated borders (pyramid resampling and flow upsampling).
+template <class T, class S> WEFT_FLOW_HD T bilinear(const S* img, int w, int h, T x, T y, int stride = 1, int offset = 0) {
+  const int ix = static_cast<int>(floor(x)), iy = static_cast<int>(floor(y));
+  const T tx = x - T(ix), ty = y - T(iy);
+  const int x0 = clamp_index(ix, w), x1 = clamp_index(ix + 1, w), y0 = clamp_index(iy, h), y1 = clamp_index(iy + 1, h);
+  auto at = [&](int yy, int xx) { return T(img[(static_cast<long>(yy) * w + xx) * stride + offset]); };
+  return (T(1) - ty) * ((T(1) - tx) * at(y0, x0) + tx * at(y0, x1)) + ty * ((T(1) - tx) * at(y1, x0) + tx * at(y1, x1));
+}
+
+// TV-L1 thresholding step (Zach-Pock-Bischof, IPOL eq. (15)): v from u given the linearised
+// residual rho = rho_c + Ix*u1 + Iy*u2 and lt = lambda * theta.
+template <class T> WEFT_FLOW_HD void tvl1_threshold(T u1, T u2, T ix, T iy, T rho_c, T lt, T& v1, T& v2) {
+  const T grad = ix * ix + iy * iy;
+  const T rho = rho_c + ix * u1 + iy * u2;
+  T d1 = 0, d2 = 0;
+  if (rho < -lt * grad) {
+    d1 = lt * ix;
+    d2 = lt * iy;
+  } else if (rho > lt * grad) {
+    d1 = -lt * ix;
+    d2 = -lt * iy;
+  } else if (grad > T(1e-10)) {
+    const T f = -rho / grad;
+    d1 = f * ix;
+    d2 = f * iy;
+  }
+  v1 = u1 + d1;
+  v2 = u2 + d2;
+}
+
+// Dual projection step: p <- (p + (tau/theta) grad u) / (1 + (tau/theta) |grad u|).
+template <class T> WEFT_FLOW_HD void tvl1_dual(T& pa, T& pb, T gx, T gy, T taut) {
+  const T ng = T(1) + taut * sqrt(gx * gx + gy * gy);
+  pa = (pa + taut * gx) / ng;
+  pb = (pb + taut * gy) / ng;
+}
+
+// Pointwise-coupled Jacobi update shared by HS and CLG: solves
+//   (n a + j11) u + j12 v = a su - j13,   j12 u + (n a + j22) v = a sv - j23
+// where su, sv are the sums of the n neighbours and a the smoothness weight.
+template <class T> WEFT_FLOW_HD void coupled_jacobi(T n, T a, T su, T sv, T j11, T j12, T j22, T j13, T j23, T& u, T& v) {
+  const T a11 = n * a + j11, a22 = n * a + j22;
+  const T b1 = a * su - j13, b2 = a * sv - j23;
+  const T det = a11 * a22 - j12 * j12;
+  u = (a22 * b1 - j12 * b2) / det;
+  v = (a11 * b2 - j12 * b1) / det;
+}
+
+// Median of n <= 25 values (insertion sort in registers).
+template <class T> WEFT_FLOW_HD T median_of(T* v, int n) {
+  for (int i = 1; i < n; ++i) {
+    const T x = v[i];
+    int j = i - 1;
+    while (j >= 0 && v[j] > x) {
+      v[j + 1] = v[j];
+      --j;
+    }
+    v[j + 1] = x;
+  }
+  return n % 2 ? v[n / 2] : T(0.5) * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace weft::flow::device

@@ -1,0 +1,105 @@
+#pragma once
+// CPU image operations of the flow pyramid (templated on the scalar: double reference, float fast
+// path). Loops are OpenMP-parallel when `parallel` is true.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "flow_math.hpp"
+#include "weft/data/dtype.hpp"
+
+namespace weft::flow::detail {
+
+template <class T> struct Plane {
+  int w = 0, h = 0;
+  std::vector<T> v;
+  Plane() = default;
+  Plane(int width, int height, T fill = T(0)) : w(width), h(height), v(static_cast<std::size_t>(width) * height, fill) {}
+  T& operator()(int y, int x) { return v[static_cast<std::size_t>(y) * w + x]; }
+  T operator()(int y, int x) const { return v[static_cast<std::size_t>(y) * w + x]; }
+  [[nodiscard]] std::int64_t size() const { return static_cast<std::int64_t>(w) * h; }
+};
+
+// Scale bringing integer intensities to [0, 1] (u8: 1/255, u16: 1/65535, like OpenCV's
+// conversion); 0 for floating-point frames, which are normalised jointly by their min/max.
+inline float intensity_scale(DType t) {
+  return t == DType::u8 ? 1.f / 255.f : (t == DType::u16 ? 1.f / 65535.f : 0.f);
+}
+
+// Separable Gaussian blur, radius ceil(3 sigma), replicated borders.
+template <class T> Plane<T> gaussian(const Plane<T>& in, double sigma, bool parallel) {
+  if (sigma <= 0) return in;
+  const int r = std::max(1, static_cast<int>(std::ceil(3 * sigma)));
+  std::vector<T> k(2 * r + 1);
+  T sum = 0;
+  for (int i = -r; i <= r; ++i) sum += k[i + r] = static_cast<T>(std::exp(-0.5 * i * i / (sigma * sigma)));
+  for (auto& x : k) x /= sum;
+  Plane<T> tmp(in.w, in.h), out(in.w, in.h);
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < in.h; ++y)
+    for (int x = 0; x < in.w; ++x) {
+      T s = 0;
+      for (int i = -r; i <= r; ++i) s += k[i + r] * in(y, device::clamp_index(x + i, in.w));
+      tmp(y, x) = s;
+    }
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < in.h; ++y)
+    for (int x = 0; x < in.w; ++x) {
+      T s = 0;
+      for (int i = -r; i <= r; ++i) s += k[i + r] * tmp(device::clamp_index(y + i, in.h), x);
+      out(y, x) = s;
+    }
+  return out;
+}
+
+// Size of the next (coarser) level: round(n * zoom).
+inline int zoomed_size(int n, double zoom) { return std::max(1, static_cast<int>(n * zoom + 0.5)); }
+
+// Bilinear resampling to (w, h); pixel centres are aligned (x_src = (x + .5) * w_in / w - .5).
+template <class T> Plane<T> resize(const Plane<T>& in, int w, int h, T scale, bool parallel) {
+  Plane<T> out(w, h);
+  const T sx = T(in.w) / T(w), sy = T(in.h) / T(h);
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      out(y, x) = scale * device::bilinear<T>(in.v.data(), in.w, in.h, (x + T(0.5)) * sx - T(0.5), (y + T(0.5)) * sy - T(0.5));
+  return out;
+}
+
+// Anti-aliased downsampling by `zoom` (Gaussian sigma = 0.6 sqrt(1/zoom^2 - 1), as IPOL).
+template <class T> Plane<T> zoom_out(const Plane<T>& in, double zoom, bool parallel) {
+  const double sigma = 0.6 * std::sqrt(1.0 / (zoom * zoom) - 1.0);
+  return resize(gaussian(in, sigma, parallel), zoomed_size(in.w, zoom), zoomed_size(in.h, zoom), T(1), parallel);
+}
+
+// Centred differences with replicated borders.
+template <class T> void gradient(const Plane<T>& in, Plane<T>& gx, Plane<T>& gy, bool parallel) {
+  gx = Plane<T>(in.w, in.h);
+  gy = Plane<T>(in.w, in.h);
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < in.h; ++y)
+    for (int x = 0; x < in.w; ++x) {
+      gx(y, x) = T(0.5) * (in(y, device::clamp_index(x + 1, in.w)) - in(y, device::clamp_index(x - 1, in.w)));
+      gy(y, x) = T(0.5) * (in(device::clamp_index(y + 1, in.h), x) - in(device::clamp_index(y - 1, in.h), x));
+    }
+}
+
+// Square median filter of side `size` (odd, <= 5), replicated borders.
+template <class T> void median_filter(Plane<T>& p, int size, bool parallel) {
+  if (size <= 1) return;
+  const int r = size / 2;
+  Plane<T> out(p.w, p.h);
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < p.h; ++y)
+    for (int x = 0; x < p.w; ++x) {
+      T buf[25] = {};
+      int n = 0;
+      for (int dy = -r; dy <= r; ++dy)
+        for (int dx = -r; dx <= r; ++dx) buf[n++] = p(device::clamp_index(y + dy, p.h), device::clamp_index(x + dx, p.w));
+      out(y, x) = device::median_of(buf, n);
+    }
+  p = std::move(out);
+}
+
+}  // namespace weft::flow::detail

@@ -1,0 +1,13 @@
+// Stand-in for the CUDA entry point in builds without CUDA.
+#include "weft/tasks/flow/flow.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::flow {
+
+bool have_cuda() noexcept { return false; }
+
+Array compute_cuda(const Array&, const Array&, const FlowParams&, void*) {
+  throw ConfigError("flow: this build has no CUDA support (use --devices cpu)");
+}
+
+}  // namespace weft::flow

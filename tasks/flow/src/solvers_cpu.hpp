@@ -1,0 +1,171 @@
+#pragma once
+// CPU solvers of the three methods on one pyramid level, and the coarse-to-fine driver.
+// Templated on the scalar: double (reference, single-threaded) and float (fast path, OpenMP).
+#include <utility>
+
+#include "image_ops.hpp"
+#include "weft/tasks/flow/params.hpp"
+
+namespace weft::flow::detail {
+
+template <class T> struct Flow {
+  Plane<T> u, v;
+};
+
+// Frame 1 and its gradients warped by the flow (bicubic), as IPOL does.
+template <class T> struct Warped {
+  Plane<T> i1w, ix, iy;
+};
+
+template <class T>
+Warped<T> warp(const Plane<T>& i1, const Plane<T>& gx, const Plane<T>& gy, const Flow<T>& f, bool parallel) {
+  Warped<T> w{Plane<T>(i1.w, i1.h), Plane<T>(i1.w, i1.h), Plane<T>(i1.w, i1.h)};
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < i1.h; ++y)
+    for (int x = 0; x < i1.w; ++x) {
+      const T sx = T(x) + f.u(y, x), sy = T(y) + f.v(y, x);
+      w.i1w(y, x) = device::bicubic<T>(i1.v.data(), i1.w, i1.h, sx, sy);
+      w.ix(y, x) = device::bicubic<T>(gx.v.data(), i1.w, i1.h, sx, sy);
+      w.iy(y, x) = device::bicubic<T>(gy.v.data(), i1.w, i1.h, sx, sy);
+    }
+  return w;
+}
+
+// Dual TV-L1 (Zach, Pock, Bischof; IPOL scheme of Sanchez, Meinhardt-Llopis, Facciolo) on one level.
+template <class T>
+void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowParams& prm, bool parallel) {
+  const int w = i0.w, h = i0.h;
+  Plane<T> gx, gy;
+  gradient(i1, gx, gy, parallel);
+  Plane<T> p11(w, h), p12(w, h), p21(w, h), p22(w, h), rho_c(w, h), v1(w, h), v2(w, h);
+  const T lt = T(prm.lambda * 255.0 * prm.theta), theta = T(prm.theta), taut = T(prm.tau / prm.theta);
+  const T eps2 = T(prm.epsilon * prm.epsilon);
+  auto div = [&](const Plane<T>& pa, const Plane<T>& pb, int y, int x) {
+    const T dx = (x < w - 1 ? pa(y, x) : T(0)) - (x > 0 ? pa(y, x - 1) : T(0));
+    const T dy = (y < h - 1 ? pb(y, x) : T(0)) - (y > 0 ? pb(y - 1, x) : T(0));
+    return dx + dy;
+  };
+  for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
+    const Warped<T> wd = warp(i1, gx, gy, f, parallel);
+#pragma omp parallel for if (parallel)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        rho_c(y, x) = wd.i1w(y, x) - wd.ix(y, x) * f.u(y, x) - wd.iy(y, x) * f.v(y, x) - i0(y, x);
+    T error = eps2 + 1;
+    for (int n = 0; n < prm.iterations && error > eps2; ++n) {
+      if (n % prm.median_interval == 0) {
+        median_filter(f.u, prm.median, parallel);
+        median_filter(f.v, prm.median, parallel);
+      }
+      double err = 0;
+#pragma omp parallel for if (parallel)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          device::tvl1_threshold<T>(f.u(y, x), f.v(y, x), wd.ix(y, x), wd.iy(y, x), rho_c(y, x), lt, v1(y, x), v2(y, x));
+#pragma omp parallel for if (parallel) reduction(+ : err)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const T nu = v1(y, x) + theta * div(p11, p12, y, x);
+          const T nv = v2(y, x) + theta * div(p21, p22, y, x);
+          err += double((nu - f.u(y, x)) * (nu - f.u(y, x)) + (nv - f.v(y, x)) * (nv - f.v(y, x)));
+          f.u(y, x) = nu;
+          f.v(y, x) = nv;
+        }
+      error = T(err / double(i0.size()));
+#pragma omp parallel for if (parallel)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const T ux = x < w - 1 ? f.u(y, x + 1) - f.u(y, x) : T(0), uy = y < h - 1 ? f.u(y + 1, x) - f.u(y, x) : T(0);
+          const T vx = x < w - 1 ? f.v(y, x + 1) - f.v(y, x) : T(0), vy = y < h - 1 ? f.v(y + 1, x) - f.v(y, x) : T(0);
+          device::tvl1_dual<T>(p11(y, x), p12(y, x), ux, uy, taut);
+          device::tvl1_dual<T>(p21(y, x), p22(y, x), vx, vy, taut);
+        }
+    }
+  }
+}
+
+// Horn–Schunck (rho = 0) and CLG (structure tensor smoothed at rho) on one level, with
+// incremental warping: the data term is linearised around the flow at the start of each warp.
+template <class T>
+void coupled_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowParams& prm, double rho, bool parallel) {
+  const int w = i0.w, h = i0.h;
+  Plane<T> gx, gy;
+  gradient(i1, gx, gy, parallel);
+  const T a = T((prm.alpha / 255.0) * (prm.alpha / 255.0)), eps2 = T(prm.epsilon * prm.epsilon);
+  Flow<T> next{Plane<T>(w, h), Plane<T>(w, h)};
+  for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
+    const Warped<T> wd = warp(i1, gx, gy, f, parallel);
+    Plane<T> j11(w, h), j12(w, h), j22(w, h), j13(w, h), j23(w, h);
+#pragma omp parallel for if (parallel)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const T ix = wd.ix(y, x), iy = wd.iy(y, x);
+        const T it = wd.i1w(y, x) - i0(y, x) - ix * f.u(y, x) - iy * f.v(y, x);
+        j11(y, x) = ix * ix, j12(y, x) = ix * iy, j22(y, x) = iy * iy, j13(y, x) = ix * it, j23(y, x) = iy * it;
+      }
+    if (rho > 0) {
+      j11 = gaussian(j11, rho, parallel), j12 = gaussian(j12, rho, parallel), j22 = gaussian(j22, rho, parallel);
+      j13 = gaussian(j13, rho, parallel), j23 = gaussian(j23, rho, parallel);
+    }
+    T error = eps2 + 1;
+    for (int n = 0; n < prm.iterations && error > eps2; ++n) {
+      if (n % prm.median_interval == 0) {
+        median_filter(f.u, prm.median, parallel);
+        median_filter(f.v, prm.median, parallel);
+      }
+      double err = 0;
+#pragma omp parallel for if (parallel) reduction(+ : err)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          T su = 0, sv = 0, cnt = 0;
+          const int nx[4] = {x - 1, x + 1, x, x}, ny[4] = {y, y, y - 1, y + 1};
+          for (int k = 0; k < 4; ++k)
+            if (nx[k] >= 0 && nx[k] < w && ny[k] >= 0 && ny[k] < h) su += f.u(ny[k], nx[k]), sv += f.v(ny[k], nx[k]), cnt += 1;
+          T nu, nv;
+          device::coupled_jacobi<T>(cnt, a, su, sv, j11(y, x), j12(y, x), j22(y, x), j13(y, x), j23(y, x), nu, nv);
+          err += double((nu - f.u(y, x)) * (nu - f.u(y, x)) + (nv - f.v(y, x)) * (nv - f.v(y, x)));
+          next.u(y, x) = nu, next.v(y, x) = nv;
+        }
+      std::swap(f.u, next.u);
+      std::swap(f.v, next.v);
+      error = T(err / double(i0.size()));
+    }
+  }
+}
+
+// Number of pyramid levels actually used: stop before a level narrower than 16 pixels.
+inline int level_count(int w, int h, const FlowParams& prm) {
+  int n = 1;
+  while (n < prm.scales) {
+    const int nw = zoomed_size(w, prm.zoom), nh = zoomed_size(h, prm.zoom);
+    if (nw < 16 || nh < 16) break;
+    w = nw, h = nh, ++n;
+  }
+  return n;
+}
+
+// Coarse-to-fine driver. i0, i1 are already normalised to [0, 1].
+template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
+  const int levels = level_count(i0.w, i0.h, prm);
+  std::vector<Plane<T>> p0{gaussian(i0, prm.presmooth, parallel)}, p1{gaussian(i1, prm.presmooth, parallel)};
+  for (int s = 1; s < levels; ++s) {
+    p0.push_back(zoom_out(p0.back(), prm.zoom, parallel));
+    p1.push_back(zoom_out(p1.back(), prm.zoom, parallel));
+  }
+  Flow<T> f{Plane<T>(p0.back().w, p0.back().h), Plane<T>(p0.back().w, p0.back().h)};
+  for (int s = levels - 1; s >= 0; --s) {
+    if (f.u.w != p0[s].w || f.u.h != p0[s].h) {
+      const T sx = T(p0[s].w) / T(f.u.w), sy = T(p0[s].h) / T(f.u.h);
+      f.u = resize(f.u, p0[s].w, p0[s].h, sx, parallel);
+      f.v = resize(f.v, p0[s].w, p0[s].h, sy, parallel);
+    }
+    switch (prm.method) {
+      case Method::tvl1: tvl1_level(p0[s], p1[s], f, prm, parallel); break;
+      case Method::hs: coupled_level(p0[s], p1[s], f, prm, 0.0, parallel); break;
+      case Method::clg: coupled_level(p0[s], p1[s], f, prm, prm.rho, parallel); break;
+    }
+  }
+  return f;
+}
+
+}  // namespace weft::flow::detail

@@ -122,6 +122,30 @@ TEST(Distributed, MergedTraceHoldsEveryRank) {
   EXPECT_EQ(pids.size(), static_cast<std::size_t>(std::min(env->size(), 2)));
 }
 
+TEST(Distributed, FarmOverEveryRankKeepsOrder) {
+  constexpr std::uint64_t kTokens = 3000;
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
+  Farm farm = g.add_farm("work", 2 * env->size(), [](int i) {
+    return std::make_unique<tasks::Affine>("work." + std::to_string(i), 2.0f, 1.0f);
+  });
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, farm.in());
+  g.connect(farm.out(), sink.in);
+  AutoMapper automatic(DeviceChoice::cpu);  // replicas spread over the ranks
+  Mapping m = map_graph(g, env->cluster(), {&automatic});
+  EXPECT_EQ(m.at("work.1").rank, 1 % env->size());
+  Executor ex({.channel_capacity = 2});
+  ex.run(g, m).wait();
+  if (env->rank() != 0) return;
+  ASSERT_EQ(rec->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec->indices[k], k);
+    ASSERT_EQ(rec->arrays[k][7], std::fma(2.0f, tasks::ArraySource::value(k, 7, 8), 1.0f));
+  }
+}
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   Environment environment(argc, argv);

@@ -139,3 +139,32 @@ TEST(Executor, SourceOnlyGraphAndEmptyStream) {
   ex.run(g, on_cpu(g)).wait();
   EXPECT_TRUE(rec->indices.empty());
 }
+
+TEST(Executor, FarmKeepsTokensInOrderAndMatchesOneTask) {
+  constexpr std::uint64_t kTokens = 5000;
+  for (int replicas : {1, 3, 4}) {
+    Graph g;
+    auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
+    Farm farm = g.add_farm("affine", replicas, [](int i) {
+      return std::make_unique<tasks::Affine>("affine." + std::to_string(i), 3.0f, -1.0f);
+    });
+    auto rec = std::make_shared<tasks::Collect::Record>();
+    auto& sink = g.add<tasks::Collect>("sink", rec);
+    g.connect(src.out, farm.in());
+    g.connect(farm.out(), sink.in);
+    ApiMapper api;
+    AutoMapper automatic(DeviceChoice::cpu);
+    Cluster c{{local_devices(0)}};
+    Executor ex({.channel_capacity = 2});
+    RunHandle run = ex.run(g, map_graph(g, c, {&api, &automatic}));
+    run.wait();
+    ASSERT_EQ(rec->indices.size(), kTokens);
+    for (std::uint64_t k = 0; k < kTokens; ++k) {
+      ASSERT_EQ(rec->indices[k], k);
+      ASSERT_EQ(rec->arrays[k][3], std::fma(3.0f, tasks::ArraySource::value(k, 3, 8), -1.0f));
+    }
+    for (const auto& t : run.stats().tasks)
+      if (t.task.starts_with("affine.") && t.task != "affine.scatter" && t.task != "affine.gather")
+        EXPECT_NEAR(static_cast<double>(t.tokens), static_cast<double>(kTokens) / replicas, 1.0) << t.task;
+  }
+}

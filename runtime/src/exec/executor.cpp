@@ -103,6 +103,7 @@ class FiringContext final : public Context {
  public:
   FiringContext(State& run, Node& node) : run_(run), node_(node) {
     values_.resize(node.task->inputs().size());
+    readies_.resize(node.task->inputs().size());
     outputs_.resize(node.task->outputs().size());
     if (node.place.is_gpu()) stream_ = detail::device_streams(node.place.device).compute;
   }
@@ -125,6 +126,7 @@ class FiringContext final : public Context {
   }
   [[nodiscard]] bool ended() const { return ended_; }
   std::vector<Value>& values() { return values_; }
+  std::vector<std::shared_ptr<Event>>& readies() { return readies_; }
   std::vector<std::optional<Value>>& outputs() { return outputs_; }
 
  protected:
@@ -144,6 +146,7 @@ class FiringContext final : public Context {
   State& run_;
   Node& node_;
   std::vector<Value> values_;
+  std::vector<std::shared_ptr<Event>> readies_;  // forwarding tasks: events of the values taken
   std::vector<std::optional<Value>> outputs_;
   void* stream_ = nullptr;
   std::uint64_t index_ = 0;
@@ -193,30 +196,46 @@ void drive(State& run, Node& node) {
   try {
     if (gpu) detail::bind_device(node.place.device);
     task.start(ctx);
-    for (std::uint64_t index = 0;; ++index) {
+    const bool forwards = !task.moves_data();
+    for (std::uint64_t firing = 0;; ++firing) {
+      std::uint64_t index = firing;  // sources number their tokens; others take their inputs'
       ctx.begin(index);
       if (node.inputs.empty()) {
         if (run.cancelled) return;
       } else {
         bool end = false;
         std::vector<bool> ended(node.inputs.size(), false);
-        for (std::size_t p = 0; p < node.inputs.size(); ++p) {
+        std::vector<int> ports = task.inputs_for_firing(firing);
+        if (ports.empty())
+          for (std::size_t p = 0; p < node.inputs.size(); ++p) ports.push_back(static_cast<int>(p));
+        bool first = true;
+        for (int p : ports) {
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
           if (t.end) {
             end = ended[p] = true;
             continue;
           }
-          if (t.index != index)
-            throw Error("internal: token " + std::to_string(t.index) + " arrived where " + std::to_string(index) +
-                        " was expected on input '" + task.inputs()[p].name + "'");
-          if (auto* a = std::get_if<Array>(&t.value))
-            ctx.values()[p] = fetch_array(run, node, std::move(*a), t.ready, pending);
-          else
+          if (first) {
+            index = t.index;
+            ctx.begin(index);
+            first = false;
+          } else if (t.index != index) {
+            throw Error("internal: token " + std::to_string(t.index) + " arrived with token " + std::to_string(index) +
+                        " on input '" + task.inputs()[p].name + "'");
+          }
+          auto* a = std::get_if<Array>(&t.value);
+          if (a && !forwards) {
             ctx.values()[p] = std::move(t.value);
+            ctx.readies()[p] = std::move(t.ready);
+          } else if (a) {
+            ctx.values()[p] = fetch_array(run, node, std::move(*a), t.ready, pending);
+          } else {
+            ctx.values()[p] = std::move(t.value);
+          }
         }
         if (end) {
-          // Every input ends at the same index in a well-formed graph; drain the others.
+          // Every input ends after the same token in a well-formed graph; drain the others.
           for (std::size_t p = 0; p < node.inputs.size(); ++p) {
             Token t;
             while (!ended[p] && node.inputs[p]->pop(t) && !t.end) {
@@ -236,18 +255,28 @@ void drive(State& run, Node& node) {
       std::shared_ptr<Event> ready;
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         auto& v = ctx.outputs()[p];
-        if (!v) throw Error("task '" + task.name() + "' did not put a value on output '" + task.outputs()[p].name + "'");
+        if (!v) {
+          if (task.routes()) continue;
+          throw Error("task '" + task.name() + "' did not put a value on output '" + task.outputs()[p].name + "'");
+        }
         if (const auto* a = std::get_if<Array>(&*v); a && !a->empty() && !a->memory().is_host() && !ready && gpu)
           ready = Event::record(node.place.device, ctx.stream());
       }
       if (gpu && !run.options.overlap) detail::synchronize_stream(node.place.device, ctx.stream());
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
+        if (!ctx.outputs()[p]) continue;
+        // A forwarding task passes on the event that came with the value.
+        std::shared_ptr<Event> event = ready;
+        if (forwards)
+          for (std::size_t i = 0; i < ctx.readies().size() && !event; ++i) event = ctx.readies()[i];
         auto& consumers = node.outputs[p];
         for (std::size_t c = 0; c < consumers.size(); ++c) {
-          Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], ready};
+          Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], event};
           if (!consumers[c]->push(std::move(t))) return;
         }
       }
+      if (forwards)
+        for (auto& r : ctx.readies()) r.reset();
       if (!pending.empty()) retire(false);
     }
     if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());

@@ -39,7 +39,19 @@ std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, con
     throw ConfigError("--devices gpu: no GPU was found on any rank");
   bool use_gpu = choice_ != DeviceChoice::cpu && gpus && task.has_cuda();
   if (!task.has_cpu() && gpus) use_gpu = true;
-  // Plain tasks stay on rank 0; patterns (farm, partition) spread themselves over every place.
+  // Replicas of a farm (fed by a routing task) spread over every GPU of every rank, or over the
+  // CPUs of every rank; other tasks stay on rank 0.
+  auto in = graph.in_edges(task);
+  if (!in.empty() && in.front().from->routes()) {
+    int replica = in.front().from_port / static_cast<int>(task.inputs().size());
+    if (use_gpu) {
+      std::vector<Place> all;
+      for (const auto& r : cluster.ranks)
+        for (const auto& g : r.gpus) all.push_back(Place::cuda(g.index, r.rank));
+      return all[static_cast<std::size_t>(replica) % all.size()];
+    }
+    return Place::host(replica % cluster.size());
+  }
   return use_gpu ? Place::cuda(0, 0) : Place::host(0);
 }
 

@@ -6,6 +6,7 @@
 ///   auto& src = g.add<Counter>(10000);
 ///   auto& sq = g.add<Square>();
 ///   g.connect(src.out, sq.in);
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,17 @@
 #include "weft/graph/task.hpp"
 
 namespace weft {
+
+/// A farm: `replicas` copies of one stateless task between a scatter (token k goes to replica
+/// k mod n) and a gather (results leave in token order). Connect producers to in[p] and
+/// consumers to out[q]; place the replicas with the mapping (e.g. "flow.*" over GPUs).
+struct Farm {
+  Task* scatter = nullptr;
+  Task* gather = nullptr;
+  std::vector<Task*> replicas;
+  [[nodiscard]] std::pair<Task*, int> in(int port = 0) const { return {scatter, port}; }
+  [[nodiscard]] std::pair<Task*, int> out(int port = 0) const { return {gather, port}; }
+};
 
 struct Edge {
   Task* from = nullptr;
@@ -44,6 +56,14 @@ class Graph {
 
   /// Connects an output to an input of the same value type (checked at compile time).
   template <class T> void connect(Out<T> from, In<T> to) { connect_ports(from.task, from.index, to.task, to.index); }
+  /// Connects an output to a farm's input (or a farm's output to an input); checked when called.
+  template <class T> void connect(Out<T> from, std::pair<Task*, int> to) { connect_ports(from.task, from.index, to.first, to.second); }
+  template <class T> void connect(std::pair<Task*, int> from, In<T> to) { connect_ports(from.first, from.second, to.task, to.index); }
+
+  /// Adds a farm of `replicas` tasks made by make(i), named "<name>.<i>" by make itself, plus
+  /// "<name>.scatter" and "<name>.gather". The replicas must be stateless.
+  Farm add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make);
+
   /// Connects by names ("task.port"); checked when called. Throws ConfigError.
   void connect(std::string_view from, std::string_view to);
 

@@ -78,7 +78,22 @@ class Task {
   /// Rough relative cost per token, used by the automatic mapper before measurements exist.
   [[nodiscard]] virtual double cost_hint() const { return 1.0; }
 
+  /// Routing tasks (a farm's scatter) may leave outputs empty in a firing: no token is sent.
+  [[nodiscard]] virtual bool routes() const { return false; }
+  /// Input ports to read in the n-th firing; empty means all (a farm's gather reads one replica).
+  [[nodiscard]] virtual std::vector<int> inputs_for_firing(std::uint64_t firing) const { return {}; }
+  /// False for tasks that only forward values: arrays reach them where they are, not copied.
+  [[nodiscard]] virtual bool moves_data() const { return true; }
+
  protected:
+  int add_input(PortSpec spec) {
+    inputs_.push_back(std::move(spec));
+    return static_cast<int>(inputs_.size()) - 1;
+  }
+  int add_output(PortSpec spec) {
+    outputs_.push_back(std::move(spec));
+    return static_cast<int>(outputs_.size()) - 1;
+  }
   template <class T> In<T> input(std::string name, std::optional<DType> dtype = {}, int ndim = 0) {
     inputs_.push_back({std::move(name), ValueKind<T>::index, dtype, ndim});
     return {this, static_cast<int>(inputs_.size()) - 1};
@@ -104,6 +119,9 @@ class Context {
     return std::get<T>(std::move(v));
   }
   template <class T> void put(const Out<T>& port, T value) { put_value(port.index, Value(std::move(value))); }
+  /// Untyped access for tasks whose ports are not known at compile time (farms, user routers).
+  [[nodiscard]] Value take_value(int port) { return std::move(input_value(port)); }
+  void put_value_at(int port, Value value) { put_value(port, std::move(value)); }
 
   /// An array on this task's memory (host pool, or the GPU's pool ordered on its stream).
   [[nodiscard]] virtual Array alloc(DType type, Shape shape) = 0;

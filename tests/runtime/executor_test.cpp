@@ -108,7 +108,9 @@ TEST(Executor, ErrorInATaskStopsTheRunAndIsRethrownWithItsContext) {
     EXPECT_EQ(e.task(), "fails");
     EXPECT_EQ(e.place(), "cpu");
   }
-  EXPECT_EQ(rec->indices.size(), 50u);
+  // The run stops at once: tokens before the failure may or may not have reached the sink, none after.
+  EXPECT_LE(rec->indices.size(), 50u);
+  for (std::size_t k = 0; k < rec->indices.size(); ++k) EXPECT_EQ(rec->indices[k], k);
 }
 
 TEST(Executor, WritesAChromeTrace) {

@@ -1,0 +1,207 @@
+// CUDA convolution: full kernels through a shared-memory tile with register blocking (each thread
+// accumulates rows_per_thread outputs in fp32), separable kernels as a row pass into an fp32
+// scratch image and a column pass. Weights are read from global memory (broadcast, cached).
+#include <string>
+
+#include "filters_gpu.cuh"
+#include "weft/cuda.hpp"
+#include "weft/tasks/filters/cuda.hpp"
+
+namespace weft::filters {
+namespace device {
+
+struct ToFloat {
+  template <class T> __device__ float operator()(T v) const { return to_float(v); }
+};
+
+/// kRadius > 0: compile-time radius (loops unrolled); 0: `radius` at run time. kRows outputs per thread.
+template <int kRadius, int kRows, class T>
+__device__ void convolve_tile(float* tile, const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                              const float* __restrict__ weights, int radius, int border) {
+  const int r = kRadius > 0 ? kRadius : radius;
+  const int k = 2 * r + 1;
+  const int rows = blockDim.y * kRows;
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * rows;
+  const long long x0 = static_cast<long long>(blockIdx.x) * blockDim.x;
+  load_tile(tile, src, e, z, y0, x0, rows, blockDim.x, r, r, border, ToFloat{});
+  __syncthreads();
+  const int pitch = blockDim.x + 2 * r;
+  float acc[kRows];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) acc[q] = 0.0f;
+  // Output row ty = threadIdx.y + q·blockDim.y reads tile rows ty .. ty + 2r.
+#pragma unroll(kRadius > 0 ? 2 * kRadius + 1 : 1)
+  for (int i = 0; i < k; ++i) {
+    float partial[kRows];  // one partial sum per kernel row: error grows with 2k, not k² terms
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) partial[q] = 0.0f;
+#pragma unroll(kRadius > 0 ? 2 * kRadius + 1 : 1)
+    for (int j = 0; j < k; ++j) {
+      const float w = __ldg(weights + i * k + j);
+#pragma unroll
+      for (int q = 0; q < kRows; ++q)
+        partial[q] = fmaf(w, tile[(threadIdx.y + q * blockDim.y + i) * pitch + threadIdx.x + j], partial[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) acc[q] += partial[q];
+  }
+  const long long x = x0 + threadIdx.x;
+  if (x >= e.nx) return;
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const long long y = y0 + threadIdx.y + q * blockDim.y;
+    if (y < e.ny) dst[(z * e.ny + y) * e.nx + x] = from_float<T>(acc[q]);
+  }
+}
+
+template <int kRadius, int kRows, class T>
+__global__ void __launch_bounds__(kMaxThreads)
+    convolve_kernel(const T* src, T* dst, Extent e, const float* weights, int radius, int border) {
+  extern __shared__ float conv_smem[];
+  convolve_tile<kRadius, kRows>(conv_smem, src, dst, e, weights, radius, border);
+}
+
+/// Row pass: each thread kCols outputs spaced blockDim.x apart; writes fp32 scratch.
+template <int kCols, class T>
+__device__ void row_pass_tile(float* tile, const T* __restrict__ src, float* __restrict__ scratch, Extent e,
+                              const float* __restrict__ weights, int r, int border) {
+  const int cols = blockDim.x * kCols;
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * blockDim.y;
+  const long long x0 = static_cast<long long>(blockIdx.x) * cols;
+  load_tile(tile, src, e, z, y0, x0, blockDim.y, cols, 0, r, border, ToFloat{});
+  __syncthreads();
+  const long long y = y0 + threadIdx.y;
+  if (y >= e.ny) return;
+  const int pitch = cols + 2 * r;
+  const float* line = tile + threadIdx.y * pitch;
+#pragma unroll
+  for (int q = 0; q < kCols; ++q) {
+    const int tx = threadIdx.x + q * blockDim.x;
+    float acc = 0.0f;
+    for (int j = 0; j <= 2 * r; ++j) acc = fmaf(__ldg(weights + j), line[tx + j], acc);
+    const long long x = x0 + tx;
+    if (x < e.nx) scratch[(z * e.ny + y) * e.nx + x] = acc;
+  }
+}
+
+/// Column pass over the fp32 scratch image: each thread kRows outputs; writes T.
+template <int kRows, class T>
+__device__ void column_pass_tile(float* tile, const float* __restrict__ scratch, T* __restrict__ dst, Extent e,
+                                 const float* __restrict__ weights, int r, int border) {
+  const int rows = blockDim.y * kRows;
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * rows;
+  const long long x0 = static_cast<long long>(blockIdx.x) * blockDim.x;
+  load_tile(tile, scratch, e, z, y0, x0, rows, blockDim.x, r, 0, border, [](float v) { return v; });
+  __syncthreads();
+  const long long x = x0 + threadIdx.x;
+  if (x >= e.nx) return;
+  const int pitch = blockDim.x;
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const int ty = threadIdx.y + q * blockDim.y;
+    float acc = 0.0f;
+    for (int i = 0; i <= 2 * r; ++i) acc = fmaf(__ldg(weights + i), tile[(ty + i) * pitch + threadIdx.x], acc);
+    const long long y = y0 + ty;
+    if (y < e.ny) dst[(z * e.ny + y) * e.nx + x] = from_float<T>(acc);
+  }
+}
+
+template <int kCols, class T>
+__global__ void __launch_bounds__(kMaxThreads)
+    row_pass_kernel(const T* src, float* scratch, Extent e, const float* weights, int r, int border) {
+  extern __shared__ float conv_smem[];
+  row_pass_tile<kCols>(conv_smem, src, scratch, e, weights, r, border);
+}
+template <int kRows, class T>
+__global__ void __launch_bounds__(kMaxThreads)
+    column_pass_kernel(const float* scratch, T* dst, Extent e, const float* weights, int r, int border) {
+  extern __shared__ float conv_smem[];
+  column_pass_tile<kRows>(conv_smem, scratch, dst, e, weights, r, border);
+}
+
+}  // namespace device
+
+namespace {
+
+constexpr int kConvRows = device::convolve_policy(90).rows_per_thread;
+constexpr int kSepCols = device::separable_policy(90).columns_per_thread;
+constexpr int kSepRows = device::separable_policy(90).rows_per_thread;
+
+template <class T>
+void convolve_typed(const void* in, void* out, device::Extent e, const float* w, int ksize, int border,
+                    cudaStream_t stream) {
+  const device::ConvolvePolicy p = device::convolve_policy(90);
+  const int r = ksize / 2;
+  const int rows = p.block_y * kConvRows;
+  const dim3 block(p.block_x, p.block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                  static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
+  const std::size_t shared = sizeof(float) * (rows + 2 * r) * (p.block_x + 2 * r);
+  // Largest tile (r = 31): 94 × 94 floats = 35 KB, under the 48 KB default: no opt-in needed.
+  const T* src = static_cast<const T*>(in);
+  T* dst = static_cast<T*>(out);
+  switch (r) {
+    case 1: device::convolve_kernel<1, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
+    case 2: device::convolve_kernel<2, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
+    case 3: device::convolve_kernel<3, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
+    default: device::convolve_kernel<0, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
+  }
+  check_launch("convolve_kernel", stream);
+}
+
+template <class T>
+void separable_typed(const void* in, void* out, float* scratch, device::Extent e, const float* row_w,
+                     const float* col_w, int ksize, int border, cudaStream_t stream) {
+  const device::SeparablePolicy p = device::separable_policy(90);
+  const int r = ksize / 2;
+  const dim3 block(p.block_x, p.block_y);
+  const int cols = p.block_x * kSepCols;
+  const dim3 row_grid(static_cast<unsigned>((e.nx + cols - 1) / cols),
+                      static_cast<unsigned>((e.ny + p.block_y - 1) / p.block_y), static_cast<unsigned>(e.slices));
+  device::row_pass_kernel<kSepCols><<<row_grid, block, sizeof(float) * p.block_y * (cols + 2 * r), stream>>>(
+      static_cast<const T*>(in), scratch, e, row_w, r, border);
+  check_launch("row_pass_kernel", stream);
+  const int rows = p.block_y * kSepRows;
+  const dim3 col_grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                      static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
+  device::column_pass_kernel<kSepRows><<<col_grid, block, sizeof(float) * (rows + 2 * r) * p.block_x, stream>>>(
+      scratch, static_cast<T*>(out), e, col_w, r, border);
+  check_launch("column_pass_kernel", stream);
+}
+
+template <class F> void dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::u8: return f(std::uint8_t{});
+    case DType::u16: return f(std::uint16_t{});
+    case DType::f16: return f(Half{});
+    case DType::f32: return f(float{});
+    default: throw ConfigError("convolve: element type " + std::string(dtype_name(t)) + " not supported");
+  }
+}
+
+}  // namespace
+
+void gpu::launch_convolve(const void* d_in, void* d_out, DType type, long long slices, long long ny, long long nx,
+                          const float* d_kernel, int ksize, Border b, cudaStream_t stream) {
+  if (ksize < 1 || ksize > 63 || ksize % 2 == 0) throw ConfigError("convolve: unsupported size " + std::to_string(ksize));
+  if (slices * ny * nx == 0) return;
+  dispatch(type, [&](auto tag) {
+    convolve_typed<decltype(tag)>(d_in, d_out, {slices, ny, nx}, d_kernel, ksize, static_cast<int>(b), stream);
+  });
+}
+
+void gpu::launch_convolve_separable(const void* d_in, void* d_out, float* d_scratch, DType type, long long slices,
+                                    long long ny, long long nx, const float* d_row, const float* d_column, int ksize,
+                                    Border b, cudaStream_t stream) {
+  if (ksize < 1 || ksize > 63 || ksize % 2 == 0) throw ConfigError("convolve: unsupported size " + std::to_string(ksize));
+  if (slices * ny * nx == 0) return;
+  dispatch(type, [&](auto tag) {
+    separable_typed<decltype(tag)>(d_in, d_out, d_scratch, {slices, ny, nx}, d_row, d_column, ksize,
+                                   static_cast<int>(b), stream);
+  });
+}
+
+}  // namespace weft::filters

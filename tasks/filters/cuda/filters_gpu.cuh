@@ -1,0 +1,62 @@
+#pragma once
+// Internal to the CUDA filters: image views, tuning policies and the shared-memory tile loader.
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "../src/detail/element.hpp"
+
+namespace weft::filters::device {
+
+/// slices × ny × nx elements, row-major.
+struct Extent {
+  long long slices, ny, nx;
+};
+
+/// Median tiles: each block covers block_x × (block_y · rows_per_thread) outputs of one slice.
+/// Chosen for correctness first (bench/results/filters.json not yet run on a GPU); retune there.
+struct MedianPolicy {
+  int block_x = 32;
+  int block_y = 8;
+  int rows_per_thread = 2;
+};
+/// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
+/// memory, each thread keeping rows_per_thread accumulators (register blocking).
+struct ConvolvePolicy {
+  int block_x = 32;
+  int block_y = 8;
+  int rows_per_thread = 4;
+};
+/// Separable passes: rows (each thread columns_per_thread outputs), then columns.
+struct SeparablePolicy {
+  int block_x = 32;
+  int block_y = 8;
+  int columns_per_thread = 4;
+  int rows_per_thread = 4;
+};
+[[nodiscard]] constexpr MedianPolicy median_policy(int /*compute_capability*/) { return {}; }
+[[nodiscard]] constexpr ConvolvePolicy convolve_policy(int /*compute_capability*/) { return {}; }
+[[nodiscard]] constexpr SeparablePolicy separable_policy(int /*compute_capability*/) { return {}; }
+inline constexpr int kMaxThreads = 256;
+static_assert(median_policy(90).block_x * median_policy(90).block_y <= kMaxThreads);
+static_assert(convolve_policy(90).block_x * convolve_policy(90).block_y <= kMaxThreads);
+static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
+
+/// Loads rows [y0 - ry, y0 + rows + ry) × columns [x0 - rx, x0 + cols + rx) of slice z (border
+/// applied) into `tile` (pitch cols + 2rx), converted by `convert`, with all threads of the block.
+template <class S, class T, class Convert>
+__device__ void load_tile(S* tile, const T* __restrict__ src, Extent e, long long z, long long y0, long long x0,
+                          int rows, int cols, int ry, int rx, int border, Convert convert) {
+  const int pitch = cols + 2 * rx;
+  const int count = (rows + 2 * ry) * pitch;
+  const int threads = blockDim.x * blockDim.y;
+  for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < count; i += threads) {
+    const int ty = i / pitch;
+    const int tx = i - ty * pitch;
+    const long long yi = border_index(y0 - ry + ty, e.ny, border);
+    const long long xi = border_index(x0 - rx + tx, e.nx, border);
+    tile[i] = (yi < 0 || xi < 0) ? S(0) : convert(src[(z * e.ny + yi) * e.nx + xi]);
+  }
+}
+
+}  // namespace weft::filters::device

@@ -1,0 +1,143 @@
+// CUDA median: a shared-memory tile per block, then each thread gathers its windows into
+// registers and runs the forgetful selection (element.hpp), rows_per_thread outputs per thread.
+#include <string>
+
+#include "filters_gpu.cuh"
+#include "weft/cuda.hpp"
+#include "weft/tasks/filters/cuda.hpp"
+
+namespace weft::filters {
+namespace device {
+
+struct Identity {
+  template <class T> __device__ T operator()(T v) const { return v; }
+};
+
+/// One tile of a 2D median (layer 3): tile holds (rows + 2r) × (block_x + 2r) values.
+template <class T, int K>
+__device__ void median2d_tile(T* tile, const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
+                              int rows_per_thread) {
+  constexpr int r = K / 2;
+  const int rows = blockDim.y * rows_per_thread;
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * rows;
+  const long long x0 = static_cast<long long>(blockIdx.x) * blockDim.x;
+  load_tile(tile, src, e, z, y0, x0, rows, blockDim.x, r, r, border, Identity{});
+  __syncthreads();
+  const int pitch = blockDim.x + 2 * r;
+  const long long x = x0 + threadIdx.x;
+  for (int k = 0; k < rows_per_thread; ++k) {
+    const int ty = threadIdx.y + k * blockDim.y;
+    const long long y = y0 + ty;
+    if (x >= e.nx || y >= e.ny) continue;
+    T v[K * K];
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+#pragma unroll
+      for (int j = 0; j < K; ++j) v[i * K + j] = tile[(ty + i) * pitch + threadIdx.x + j];
+    dst[(z * e.ny + y) * e.nx + x] = forgetful_median(v);
+  }
+}
+
+/// One tile of a 3D median: K planes of (block_y + 2r) × (block_x + 2r) around slice blockIdx.z.
+template <class T, int K>
+__device__ void median3d_tile(T* tile, const T* __restrict__ src, T* __restrict__ dst, Extent e, int border) {
+  constexpr int r = K / 2;
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * blockDim.y;
+  const long long x0 = static_cast<long long>(blockIdx.x) * blockDim.x;
+  const int pitch = blockDim.x + 2 * r;
+  const int plane = (blockDim.y + 2 * r) * pitch;
+  for (int dz = -r; dz <= r; ++dz) {
+    const long long zi = border_index(z + dz, e.slices, border);
+    T* p = tile + (dz + r) * plane;
+    if (zi < 0) {
+      for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < plane; i += blockDim.x * blockDim.y) p[i] = T(0);
+    } else {
+      load_tile(p, src, e, zi, y0, x0, blockDim.y, blockDim.x, r, r, border, Identity{});
+    }
+  }
+  __syncthreads();
+  const long long x = x0 + threadIdx.x;
+  const long long y = y0 + threadIdx.y;
+  if (x >= e.nx || y >= e.ny) return;
+  T v[K * K * K];
+#pragma unroll
+  for (int d = 0; d < K; ++d)
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+#pragma unroll
+      for (int j = 0; j < K; ++j) v[(d * K + i) * K + j] = tile[d * plane + (threadIdx.y + i) * pitch + threadIdx.x + j];
+  dst[(z * e.ny + y) * e.nx + x] = forgetful_median(v);
+}
+
+template <class T, int K>
+__global__ void __launch_bounds__(kMaxThreads) median2d_kernel(const T* src, T* dst, Extent e, int border, int rpt) {
+  extern __shared__ unsigned char smem[];
+  median2d_tile<T, K>(reinterpret_cast<T*>(smem), src, dst, e, border, rpt);
+}
+template <class T, int K>
+__global__ void __launch_bounds__(kMaxThreads) median3d_kernel(const T* src, T* dst, Extent e, int border) {
+  extern __shared__ unsigned char smem[];
+  median3d_tile<T, K>(reinterpret_cast<T*>(smem), src, dst, e, border);
+}
+
+}  // namespace device
+
+namespace {
+
+template <class T, int K>
+void launch_typed(const void* in, void* out, device::Extent e, bool volume, int border, cudaStream_t stream) {
+  constexpr int r = K / 2;
+  const device::MedianPolicy p = device::median_policy(90);
+  if (volume) {
+    const dim3 block(p.block_x, p.block_y);
+    const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                    static_cast<unsigned>((e.ny + p.block_y - 1) / p.block_y), static_cast<unsigned>(e.slices));
+    const std::size_t shared = sizeof(T) * K * (p.block_y + 2 * r) * (p.block_x + 2 * r);
+    device::median3d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                                   e, border);
+  } else {
+    const int rows = p.block_y * p.rows_per_thread;
+    const dim3 block(p.block_x, p.block_y);
+    const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                    static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
+    const std::size_t shared = sizeof(T) * (rows + 2 * r) * (p.block_x + 2 * r);
+    device::median2d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                                   e, border, p.rows_per_thread);
+  }
+  check_launch("median_kernel", stream);
+}
+
+template <class T>
+void launch_sized(const void* in, void* out, device::Extent e, int size, bool volume, int border, cudaStream_t s) {
+  if (volume) {
+    if (size == 3) return launch_typed<T, 3>(in, out, e, true, border, s);
+    return launch_typed<T, 5>(in, out, e, true, border, s);
+  }
+  switch (size) {
+    case 3: return launch_typed<T, 3>(in, out, e, false, border, s);
+    case 5: return launch_typed<T, 5>(in, out, e, false, border, s);
+    case 7: return launch_typed<T, 7>(in, out, e, false, border, s);
+    default: return launch_typed<T, 9>(in, out, e, false, border, s);
+  }
+}
+
+}  // namespace
+
+void gpu::launch_median(const void* d_in, void* d_out, DType type, long long slices, long long ny, long long nx,
+                        int size, bool volume, Border b, cudaStream_t stream) {
+  if (slices * ny * nx == 0) return;
+  if ((volume && size != 3 && size != 5) || (!volume && (size < 3 || size > 9 || size % 2 == 0)))
+    throw ConfigError("median: unsupported size " + std::to_string(size));
+  const device::Extent e{slices, ny, nx};
+  const int border = static_cast<int>(b);
+  switch (type) {
+    case DType::u8: return launch_sized<std::uint8_t>(d_in, d_out, e, size, volume, border, stream);
+    case DType::u16: return launch_sized<std::uint16_t>(d_in, d_out, e, size, volume, border, stream);
+    case DType::f32: return launch_sized<float>(d_in, d_out, e, size, volume, border, stream);
+    default: throw ConfigError("median: element type " + std::string(dtype_name(type)) + " not supported");
+  }
+}
+
+}  // namespace weft::filters

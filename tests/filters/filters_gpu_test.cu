@@ -1,0 +1,140 @@
+// CUDA filters against the independent references (same tolerances as filters_test.cpp:
+// medians exact; convolutions within tolerance.hpp's fp32 accumulation bound and f16 rounding).
+// Sizes sweep 1, tile − 1, tile, tile + 1 (tiles are 32 wide, 16/32 rows high), odd and larger.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "tolerance.hpp"
+#include "weft/cuda.hpp"
+#include "weft/tasks/filters/cuda.hpp"
+#include "weft/tasks/filters/filters.hpp"
+
+namespace weft::filters {
+namespace {
+
+using test::get;
+
+bool have_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+class FiltersGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    WEFT_CUDA_CHECK(cudaStreamCreate(&stream_));
+  }
+  void TearDown() override {
+    if (stream_) WEFT_CUDA_CHECK(cudaStreamDestroy(stream_));
+  }
+  Array to_device(const Array& h) {
+    Array d = Array::device(h.dtype(), h.shape(), 0, stream_);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(d.raw(), h.raw(), h.bytes(), cudaMemcpyHostToDevice, stream_));
+    return d;
+  }
+  Array to_host(const Array& d) {
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return d.to_host();
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+const Border kBorders[] = {Border::clamp, Border::mirror, Border::zero};
+const Shape kImages[] = {Shape(1, 1), Shape(15, 31), Shape(16, 32), Shape(17, 33), Shape(33, 65), Shape(101, 77)};
+
+std::string describe(const Array& a, int size, Border b) {
+  return std::string(dtype_name(a.dtype())) + " " + a.shape().str() + " size " + std::to_string(size) + " " +
+         std::string(border_name(b));
+}
+
+TEST_F(FiltersGpu, Median2DIsExact) {
+  std::uint32_t seed = 1;
+  for (DType t : {DType::u8, DType::u16, DType::f32})
+    for (const Shape& s : kImages)
+      for (int size : {3, 5, 7, 9})
+        for (Border b : kBorders) {
+          const Array in = test::random_array(t, s, t == DType::u8 ? 8.0 : 1000.0, seed++);
+          const Array out = to_host(gpu::median(to_device(in), size, b, stream_));
+          const std::vector<double> ref = test::median_reference(in, size, b);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_EQ(get(out, i), ref[i]) << describe(in, size, b) << " at " << i;
+        }
+}
+
+TEST_F(FiltersGpu, Median3DIsExact) {
+  std::uint32_t seed = 50;
+  for (DType t : {DType::u8, DType::u16, DType::f32})
+    for (const Shape& s : {Shape(1, 1, 1), Shape(5, 9, 33), Shape(12, 17, 40)})
+      for (int size : {3, 5})
+        for (Border b : kBorders) {
+          const Array in = test::random_array(t, s, 300.0, seed++);
+          const Array out = to_host(gpu::median(to_device(in), size, b, stream_));
+          const std::vector<double> ref = test::median_reference(in, size, b);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_EQ(get(out, i), ref[i]) << describe(in, size, b) << " at " << i;
+        }
+}
+
+TEST_F(FiltersGpu, ConvolveWithinTolerance) {
+  std::uint32_t seed = 9;
+  for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
+    for (const Shape& s : kImages)
+      for (int size : {1, 3, 5, 7, 9, 15, 31, 63})
+        for (Border b : kBorders) {
+          if (size > 15 && s[0] < 100 && s[0] != 1) continue;  // large kernels: the largest image and 1x1
+          std::mt19937 rng(seed);
+          std::uniform_real_distribution<float> u(t == DType::f32 ? -1.0f : 0.0f, 1.0f);
+          std::vector<float> k(static_cast<std::size_t>(size) * size);
+          float sum = 0;
+          for (float& v : k) sum += std::abs(v = u(rng));
+          for (float& v : k) v /= sum;
+          const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
+          const Array out = to_host(gpu::convolve(to_device(in), k, size, b, stream_));
+          std::vector<double> l1;
+          const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                << describe(in, size, b) << " at " << i << ": " << get(out, i) << " vs " << ref[i];
+        }
+}
+
+TEST_F(FiltersGpu, SeparableAndGaussianMatchTheCpuPath) {
+  for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
+    for (const Shape& s : kImages)
+      for (int size : {1, 3, 7, 31})
+        for (Border b : kBorders) {
+          const std::vector<float> k = gaussian_kernel(size / 3.0 + 0.5, size);
+          const Array in = test::random_array(t, s, 200.0, 3);
+          const Array out = to_host(gpu::convolve_separable(to_device(in), k, k, b, stream_));
+          std::vector<double> full(k.size() * k.size());
+          for (std::size_t i = 0; i < k.size(); ++i)
+            for (std::size_t j = 0; j < k.size(); ++j) full[i * k.size() + j] = static_cast<double>(k[i]) * k[j];
+          std::vector<double> l1;
+          const std::vector<double> ref = test::convolve_reference(in, full, size, b, &l1);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                << describe(in, size, b) << " at " << i << ": " << get(out, i) << " vs " << ref[i];
+        }
+}
+
+TEST_F(FiltersGpu, PyramidMatchesTheCpuPyramid) {
+  const Array in = test::random_array(DType::f32, Shape(67, 45), 1.0, 4);
+  const std::vector<Array> cpu = gaussian_pyramid(in, 5, 1.0, Border::clamp);
+  const std::vector<Array> gpu = gpu::gaussian_pyramid(to_device(in), 5, 1.0, Border::clamp, stream_);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (std::size_t level = 0; level < cpu.size(); ++level) {
+    const Array g = to_host(gpu[level]);
+    ASSERT_EQ(g.shape(), cpu[level].shape());
+    for (std::int64_t i = 0; i < g.size(); ++i)
+      ASSERT_NEAR(get(g, i), get(cpu[level], i), 1e-5) << "level " << level << " at " << i;  // fp32 rounding order
+  }
+}
+
+}  // namespace
+}  // namespace weft::filters

@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include "../src/solvers_cpu.hpp"
+#include <cmath>
+
+#include "../src/levels.hpp"
 #include "kernels.cuh"
 #include "weft/cuda.hpp"
 #include "weft/tasks/flow/flow.hpp"

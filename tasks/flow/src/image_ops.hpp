@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "flow_math.hpp"
-#include "weft/data/dtype.hpp"
+#include "levels.hpp"
 
 namespace weft::flow::detail {
 
@@ -20,12 +20,6 @@ template <class T> struct Plane {
   T operator()(int y, int x) const { return v[static_cast<std::size_t>(y) * w + x]; }
   [[nodiscard]] std::int64_t size() const { return static_cast<std::int64_t>(w) * h; }
 };
-
-// Scale bringing integer intensities to [0, 1] (u8: 1/255, u16: 1/65535, like OpenCV's
-// conversion); 0 for floating-point frames, which are normalised jointly by their min/max.
-inline float intensity_scale(DType t) {
-  return t == DType::u8 ? 1.f / 255.f : (t == DType::u16 ? 1.f / 65535.f : 0.f);
-}
 
 // Separable Gaussian blur, radius ceil(3 sigma), replicated borders.
 template <class T> Plane<T> gaussian(const Plane<T>& in, double sigma, bool parallel) {
@@ -52,9 +46,6 @@ template <class T> Plane<T> gaussian(const Plane<T>& in, double sigma, bool para
     }
   return out;
 }
-
-// Size of the next (coarser) level: round(n * zoom).
-inline int zoomed_size(int n, double zoom) { return std::max(1, static_cast<int>(n * zoom + 0.5)); }
 
 // Bilinear resampling to (w, h); pixel centres are aligned (x_src = (x + .5) * w_in / w - .5).
 template <class T> Plane<T> resize(const Plane<T>& in, int w, int h, T scale, bool parallel) {

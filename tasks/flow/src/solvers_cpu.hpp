@@ -133,17 +133,6 @@ void coupled_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const Flo
   }
 }
 
-// Number of pyramid levels actually used: stop before a level narrower than 16 pixels.
-inline int level_count(int w, int h, const FlowParams& prm) {
-  int n = 1;
-  while (n < prm.scales) {
-    const int nw = zoomed_size(w, prm.zoom), nh = zoomed_size(h, prm.zoom);
-    if (nw < 16 || nh < 16) break;
-    w = nw, h = nh, ++n;
-  }
-  return n;
-}
-
 // Coarse-to-fine driver. i0, i1 are already normalised to [0, 1].
 template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
   const int levels = level_count(i0.w, i0.h, prm);

@@ -1,0 +1,94 @@
+// weft flow: optical flow of a frame pair, an image sequence or an HDF5 video.
+#include <cstdio>
+
+#include "common/cli.hpp"
+#include "flow_graph.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::cli {
+namespace {
+
+using flow::FlowParams;
+
+const char* const kUsage =
+    "usage: weft flow --method hs|tvl1|clg --frames A.png B.png [C.png ...] --output flow.flo|flows.h5\n"
+    "                 [--input video.h5:/frames] [--precision fp32|fp16] [--png flow.png] [method options]\n"
+    "Optical flow from each frame to the next. A pair writes a Middlebury .flo file; a sequence or\n"
+    "video writes HDF5 dataset /flow [T-1, H, 2W] (u, v interleaved per pixel). Frames are PNG or PGM\n"
+    "(colour converted to grey) or an HDF5 video [T,H,W]. Unset method options take the method's\n"
+    "defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15, theta 0.3, zoom 0.5, 5 scales, 5 warps,\n"
+    "epsilon 0.01, 300 iterations).";
+
+void set_if(const po::variables_map& vm, const char* key, auto& field) {
+  if (vm.count(key)) field = vm[key].as<std::remove_reference_t<decltype(field)>>();
+}
+
+int flow_main(int argc, char** argv) {
+  CommonOptions common;
+  flow::app::FlowInput in;
+  flow::app::FlowOutput out;
+  std::string method = "tvl1", precision = "fp32";
+  bool split = false;
+  po::options_description desc("Flow options");
+  desc.add_options()
+      ("method", po::value(&method)->default_value("tvl1"),
+       "hs (Horn-Schunck, Jacobi, incremental warping) | tvl1 (dual TV-L1, Zach-Pock-Bischof, IPOL scheme) | "
+       "clg (combined local-global, Bruhn et al., pointwise-coupled Jacobi)")
+      ("frames", po::value(&in.frames)->multitoken(), "two or more frames (PNG or PGM), in order")
+      ("input", po::value(&in.video), "HDF5 video FILE.h5:/DATASET of shape [T,H,W]")
+      ("output", po::value(&out.path), "output: .flo for a pair, .h5 for a sequence (dataset /flow)")
+      ("png", po::value(&out.png), "also write the Middlebury colour coding of the first flow here")
+      ("precision", po::value(&precision)->default_value("fp32"),
+       "GPU storage: fp32, or fp16 (half/half2 images, gradients, duals, tensors; flow kept in float; "
+       "intensities normalised to [0,1]). The CPU path always computes in float")
+      ("scales", po::value<int>(), "pyramid levels (default 5; fewer if the coarsest would be < 16 px)")
+      ("zoom", po::value<double>(), "size ratio between levels, in (0,1) (default 0.5); Gaussian anti-aliasing sigma 0.6 sqrt(1/zoom^2-1)")
+      ("warps", po::value<int>(), "warps (re-linearisations, bicubic) per level (default 5)")
+      ("iterations", po::value<int>(), "most iterations per warp (default tvl1 300, hs/clg 200)")
+      ("epsilon", po::value<double>(), "stop a warp when the mean squared flow update < epsilon^2 (default tvl1 0.01, hs/clg 0.001); 0: never")
+      ("presmooth", po::value<double>(), "Gaussian sigma on both frames before the pyramid (default 0)")
+      ("median", po::value<int>(), "median filter window of the flow, 0/1 off, 3 or 5 (default 5)")
+      ("median-interval", po::value<int>(), "median filter at each warp's start and every N iterations (default 30)")
+      ("tau", po::value<double>(), "tvl1: dual time step, <= 0.25 (default 0.25)")
+      ("lambda", po::value<double>(), "tvl1: data term weight, intensities in [0,255] (default 0.15)")
+      ("theta", po::value<double>(), "tvl1: coupling of u and v (default 0.3)")
+      ("alpha", po::value<double>(), "hs, clg: smoothness weight alpha (alpha^2 multiplies the regulariser; intensities in [0,255]) (default hs 12, clg 10)")
+      ("rho", po::value<double>(), "clg: Gaussian scale of the structure tensor (default 1.5)")
+      ("split", po::bool_switch(&split), "split one large frame over GPUs with halo exchange (not yet available)");
+  add_common_options(desc, common);
+  po::variables_map vm;
+  if (!parse(argc, argv, desc, vm, kUsage)) return 0;
+  if (split) throw ConfigError("weft flow: --split is not available yet (multi-GPU halo split comes with the distributed runtime)");
+  FlowParams p = flow::default_params(flow::parse_method(method, "--method"));
+  p.precision = flow::parse_precision(precision, "--precision");
+  set_if(vm, "scales", p.scales);
+  set_if(vm, "zoom", p.zoom);
+  set_if(vm, "warps", p.warps);
+  set_if(vm, "iterations", p.iterations);
+  set_if(vm, "epsilon", p.epsilon);
+  set_if(vm, "presmooth", p.presmooth);
+  set_if(vm, "median", p.median);
+  set_if(vm, "median-interval", p.median_interval);
+  set_if(vm, "tau", p.tau);
+  set_if(vm, "lambda", p.lambda);
+  set_if(vm, "theta", p.theta);
+  set_if(vm, "alpha", p.alpha);
+  set_if(vm, "rho", p.rho);
+  flow::validate(p);
+  flow::app::check(in, out);
+  Graph g = flow::app::build_graph(in, out, p, common.progress);
+  const RunStats stats = run_graph(g, common);
+  std::fprintf(stderr, "flow: %lld pair(s) with %s/%s in %.3f s -> %s\n", static_cast<long long>(in.pair_count()),
+               method.c_str(), precision.c_str(), stats.seconds, out.path.c_str());
+  return 0;
+}
+
+const Registrar reg{{"flow", "optical flow (hs, tvl1, clg) of frame pairs, sequences or HDF5 videos", &flow_main}};
+const GraphRegistrar graph{{"flow", [] {
+                              flow::app::FlowInput in;
+                              in.frames = {"frame0.png", "frame1.png"};
+                              return flow::app::build_graph(in, {"flow.flo", ""}, FlowParams{}, false);
+                            }}};
+
+}  // namespace
+}  // namespace weft::cli

@@ -1,0 +1,134 @@
+// Source and sink tasks of `weft flow` and the graph that joins them to the OpticalFlow task.
+#include "flow_graph.hpp"
+
+#include <cstring>
+#include <filesystem>
+
+#include "common/cli.hpp"
+#include "weft/tasks/flow/colour.hpp"
+#include "weft/tasks/flow/flow.hpp"
+#include "weft/tasks/flow/task.hpp"
+#include "weft/tasks/io/flo.hpp"
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/io/image.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::flow::app {
+
+std::int64_t FlowInput::frame_count() const {
+  if (video.empty()) return static_cast<std::int64_t>(frames.size());
+  return io::dataset_info(io::parse_dataset_ref(video)).shape[0];
+}
+
+bool FlowOutput::hdf5() const {
+  const auto ext = std::filesystem::path(path).extension().string();
+  return ext == ".h5" || ext == ".hdf5";
+}
+
+namespace {
+
+Array frame_of_video(const io::DatasetRef& ref, std::int64_t t) {
+  Array slab = io::read_slab(ref, t, 1);  // [1, H, W]
+  const Shape s = slab.shape();
+  Array frame = Array::host(slab.dtype(), Shape(s[1], s[2]));
+  std::memcpy(frame.raw(), slab.raw(), frame.bytes());
+  return frame;
+}
+
+/// Emits consecutive frame pairs (t, t+1), reading each frame once.
+class PairSource : public Task {
+ public:
+  explicit PairSource(FlowInput in) : Task("frames"), in_(std::move(in)) {}
+  Out<Array> frame0 = output<Array>("frame0", std::nullopt, 2);
+  Out<Array> frame1 = output<Array>("frame1", std::nullopt, 2);
+  void run(Context& ctx) override {
+    const std::int64_t t = static_cast<std::int64_t>(ctx.index());
+    if (t + 1 >= in_.frame_count()) return ctx.end_stream();
+    if (previous_.empty()) previous_ = read(t);
+    Array next = read(t + 1);
+    check_frames(previous_, next);
+    ctx.put(frame0, previous_);
+    ctx.put(frame1, next);
+    previous_ = next;
+  }
+
+ private:
+  Array read(std::int64_t t) const {
+    return in_.video.empty() ? io::read_image(in_.frames[t]) : frame_of_video(io::parse_dataset_ref(in_.video), t);
+  }
+  FlowInput in_;
+  Array previous_;
+};
+
+/// Writes each flow: .flo for a single pair, else one slab of an HDF5 dataset "/flow".
+class FlowSink : public Task {
+ public:
+  FlowSink(FlowOutput out, std::int64_t pairs, FlowParams params, bool progress)
+      : Task("sink"), out_(std::move(out)), pairs_(pairs), params_(params), progress_(progress) {}
+  In<Array> flow = input<Array>("flow", DType::f32, 3);
+  void start(Context&) override { bar_ = std::make_unique<cli::Progress>("flow", pairs_, progress_); }
+  void run(Context& ctx) override {
+    const Array f = ctx.take(flow);
+    const Array h = f.memory().is_host() ? f : f.to_host();
+    const auto t = static_cast<std::int64_t>(ctx.index());
+    const std::int64_t rows = h.shape()[0], cols = h.shape()[1];
+    if (t == 0 && !out_.png.empty()) io::write_png_rgb(out_.png, flow_to_color(h).data(), int(rows), int(cols));
+    if (!out_.hdf5()) {
+      io::write_flo(out_.path, h);
+    } else {
+      if (!writer_) {
+        writer_ = std::make_unique<io::H5Writer>(out_.path);
+        writer_->create("/flow", DType::f32, Shape(pairs_, rows, 2 * cols), {1, rows, 2 * cols});
+        writer_->attribute("/flow", "layout", "[pair, y, 2x + c], c = 0: u, c = 1: v (pixels)");
+        writer_->attribute("/flow", "method", std::string(method_name(params_.method)));
+      }
+      writer_->write_slab("/flow", t, Array::wrap(DType::f32, Shape(1, rows, 2 * cols), h.raw()));
+    }
+    bar_->advance();
+  }
+  void stop(Context&) override {
+    if (writer_) writer_->commit();
+    writer_.reset();
+    if (bar_) bar_->done();
+  }
+
+ private:
+  FlowOutput out_;
+  std::int64_t pairs_;
+  FlowParams params_;
+  bool progress_;
+  std::unique_ptr<io::H5Writer> writer_;
+  std::unique_ptr<cli::Progress> bar_;
+};
+
+}  // namespace
+
+void check(const FlowInput& in, const FlowOutput& out) {
+  if (in.frames.empty() == in.video.empty())
+    throw ConfigError("weft flow: give either --frames A B [C ...] or --input FILE.h5:/DATASET");
+  for (const auto& f : in.frames)
+    if (!std::filesystem::exists(f)) throw ConfigError("weft flow: --frames: file '" + f + "' does not exist");
+  if (!in.video.empty()) {
+    const auto info = io::dataset_info(io::parse_dataset_ref(in.video));
+    if (info.shape.size() != 3)
+      throw ConfigError("weft flow: --input " + in.video + ": expected a video [T,H,W], got " + std::to_string(info.shape.size()) + " dimensions");
+  }
+  const std::int64_t n = in.frame_count();
+  if (n < 2) throw ConfigError("weft flow: need at least 2 frames, got " + std::to_string(n));
+  if (out.path.empty()) throw ConfigError("weft flow: --output is required");
+  if (n > 2 && !out.hdf5())
+    throw ConfigError("weft flow: --output " + out.path + ": a sequence of " + std::to_string(n) + " frames needs an HDF5 output (.h5)");
+}
+
+Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress) {
+  Graph g;
+  auto& src = g.add<PairSource>(in);
+  auto& flow = g.add<OpticalFlow>(params);
+  auto& sink = g.add<FlowSink>(out, in.pair_count(), params, progress);
+  g.connect(src.frame0, flow.frame0);
+  g.connect(src.frame1, flow.frame1);
+  g.connect(flow.flow, sink.flow);
+  return g;
+}
+
+}  // namespace weft::flow::app

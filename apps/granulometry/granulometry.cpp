@@ -11,6 +11,9 @@
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/morphology/tasks.hpp"
 #include "weft/util/error.hpp"
+#if defined(WEFT_GRANULOMETRY_MEDIAN)
+#include "weft/tasks/filters/tasks.hpp"
+#endif
 
 namespace weft::cli {
 namespace {
@@ -19,6 +22,7 @@ struct Options {
   granulometry::VolumeInput input;
   std::string element = "octahedron";
   std::string threshold;
+  int median = 0;  ///< 0: none, else the 3D median window (3 or 5) applied before thresholding
   int max_size = -1;
   std::string output;
   bool size_map = false;
@@ -45,7 +49,17 @@ Graph granulometry_graph(const Options& o, const CommonOptions& common, std::sha
                                                      [report](double t) { report->threshold = t; });
   auto& openings = graph.add<morphology::Granulometry>("openings", g);
   auto& sink = graph.add<granulometry::ReportSink>("report", o.output, report, o.size_map);
+#if defined(WEFT_GRANULOMETRY_MEDIAN)
+  if (o.median > 0) {
+    auto& median = graph.add<filters::MedianFilter>("median", o.median);
+    graph.connect(source.out, median.in);
+    graph.connect(median.out, threshold.in);
+  } else {
+    graph.connect(source.out, threshold.in);
+  }
+#else
   graph.connect(source.out, threshold.in);
+#endif
   graph.connect(threshold.out, openings.in);
   graph.connect(openings.remaining, sink.remaining);
   graph.connect(openings.spectrum, sink.spectrum);
@@ -62,6 +76,7 @@ int granulometry_main(int argc, char** argv) {
       ("shape", po::value(&o.input.shape), "RAW input: ZxYxX")
       ("dtype", po::value(&o.input.dtype), "RAW input: u8 | u16 | f32")
       ("threshold", po::value(&o.threshold), "foreground = value >= T, or 'otsu' (default: any non-zero value)")
+      ("median", po::value(&o.median)->default_value(0), "3D median filter of size 3 or 5 before thresholding (0: none)")
       ("element", po::value(&o.element)->default_value("octahedron"), "octahedron | cube | ball")
       ("max-size", po::value(&o.max_size)->default_value(-1), "largest size N (default: until nothing remains)")
       ("output", po::value(&o.output), "output folder: curve.csv, granulometry.h5, curve.svg")
@@ -92,6 +107,11 @@ int granulometry_main(int argc, char** argv) {
   if (o.max_size < -1) throw ConfigError("--max-size: expected N >= 0, got " + std::to_string(o.max_size));
   if (o.output.empty()) throw ConfigError("--output: missing (the folder for curve.csv, granulometry.h5, curve.svg)");
   (void)morphology::ThresholdRule::parse(o.threshold);
+  if (o.median != 0 && o.median != 3 && o.median != 5)
+    throw ConfigError("--median: expected 3 or 5 (or 0 for none), got " + std::to_string(o.median));
+#if !defined(WEFT_GRANULOMETRY_MEDIAN)
+  if (o.median != 0) throw ConfigError("--median: this build has no median filter (tasks/filters)");
+#endif
   const Shape shape = granulometry::check_input(o.input);
   auto report = std::make_shared<granulometry::Report>();
   report->input = o.input.input;

@@ -37,6 +37,17 @@ double tick_step(double top, int count) {
   return 10 * p;
 }
 
+std::string xml_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
 std::string number(double v) {
   char buf[32];
   if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -63,13 +74,13 @@ std::string curve_svg(const Report& r) {
   for (auto s : r.spectrum) top_right = std::max(top_right, static_cast<double>(s));
   const double step_l = tick_step(top_left, 5), step_r = tick_step(top_right, 5), step_x = tick_step(last, 10);
   const double ymax_l = std::ceil(top_left / step_l) * step_l, ymax_r = std::ceil(top_right / step_r) * step_r;
-  auto x_of = [&](double n) { return kLeft + pw * n / last; };
+  auto x_of = [&](double n) { return kLeft + pw * (n + 0.5) / (last + 1); };  // bars centred on n
   auto yl = [&](double v) { return kTop + ph * (1 - v / ymax_l); };
   auto yr = [&](double v) { return kTop + ph * (1 - v / ymax_r); };
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
     << "\" font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s << "<text x=\"" << kW / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">Granulometry of " << r.input
+  s << "<text x=\"" << kW / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">Granulometry of " << xml_escaped(r.input)
     << " (" << r.shape << ", " << r.element << ")</text>\n";
   // Spectrum bars (right axis), then the curve (left axis) over them.
   const double bar = std::max(1.0, pw / (last + 1) * 0.7);

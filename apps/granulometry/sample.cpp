@@ -15,6 +15,9 @@ void generate_sample(const std::string& path, std::int64_t size) {
   io::H5Writer h5(path);
   h5.write("/exchange/data", volume, {std::min<std::int64_t>(size, 64), std::min<std::int64_t>(size, 64),
                                       std::min<std::int64_t>(size, 64)}, true);
+  // The same volume as /volume too (the path cluster/quickstart.sh reads).
+  h5.write("/volume", volume, {std::min<std::int64_t>(size, 64), std::min<std::int64_t>(size, 64),
+                               std::min<std::int64_t>(size, 64)}, true);
   h5.attribute("/exchange/data", "description",
                std::string("overlapping balls, radii 2.." + std::to_string(max_radius) + ", 1 = foreground"));
   h5.commit();

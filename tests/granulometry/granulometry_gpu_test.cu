@@ -4,7 +4,15 @@
 
 #include <cuda_runtime.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "brute_force.hpp"
 #include "weft/cuda.hpp"
@@ -77,6 +85,38 @@ TEST(GranulometryGpu, MatchesCpuOnBalls) {
   Array mask = balls(Shape(96, 101, 128), 12, 0.4, 5);
   for (Element e : {Element::octahedron, Element::cube, Element::ball}) expect_same_as_cpu(mask, e, -1, stream);
   WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// The whole program on the GPU (automatic mapping and mapping/granulometry.yaml) writes the same
+/// curve.csv as on the CPU.
+TEST(GranulometryGpu, ProgramOnGpuMatchesCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
+  if (!std::filesystem::exists(weft)) GTEST_SKIP() << "weft program not built";
+  const auto dir = std::filesystem::temp_directory_path() / ("weft-gran-gpu-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string sample = (dir / "sample.h5").string();
+  ASSERT_EQ(std::system((weft + " granulometry --generate-sample " + sample + " --sample-size 96").c_str()), 0);
+  for (const char* element : {"octahedron", "cube", "ball"}) {
+    const std::string base = weft + " granulometry --input " + sample + ":/exchange/data --element " + element +
+                             " --size-map --output ";
+    const std::string cpu = (dir / (std::string(element) + "-cpu")).string();
+    const std::string gpu = (dir / (std::string(element) + "-gpu")).string();
+    const std::string mapped = (dir / (std::string(element) + "-mapped")).string();
+    ASSERT_EQ(std::system((base + cpu + " --devices cpu").c_str()), 0);
+    ASSERT_EQ(std::system((base + gpu + " --devices gpu").c_str()), 0);
+    ASSERT_EQ(std::system((base + mapped + " --mapping " + WEFT_SOURCE_DIR + "/mapping/granulometry.yaml").c_str()), 0);
+    EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(gpu + "/curve.csv")) << element;
+    EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(mapped + "/curve.csv")) << element;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,224 @@
+// Flow benchmark: ms per frame per method and precision at 640x480, 1920x1080 and 3840x2160 for
+// (a) the seed's setting (3 scales x 1 warp x 10 iterations, no median, epsilon 0) and (b) the
+// quality defaults; each against the memory-bandwidth floor of its iterations. EPE and time on the
+// shared pairs, beside OpenCV DualTVL1 on the CPU (bench/results/flow_opencv_cpu.json).
+// Usage: flow_bench [--quick]   (--quick: 640x480 and the pairs only)
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include <nlohmann/json.hpp>
+
+#include "result.hpp"
+#include "weft/cuda.hpp"
+#include "weft/tasks/flow/colour.hpp"
+#include "weft/tasks/flow/flow.hpp"
+#include "weft/tasks/io/flo.hpp"
+#include "weft/tasks/io/image.hpp"
+
+namespace {
+using namespace weft;
+using flow::FlowParams;
+using flow::Method;
+using flow::Precision;
+
+Array upload(const Array& h, cudaStream_t s) {
+  Array d = Array::device(h.dtype(), h.shape(), 0, s);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(d.raw(), h.raw(), h.bytes(), cudaMemcpyHostToDevice, s));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  return d;
+}
+
+Array texture(int w, int h, double dx, double dy) {
+  Array a = Array::host(DType::u8, Shape(h, w));
+  auto* p = a.data<std::uint8_t>();
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double X = (x - dx) * 640.0 / w, Y = (y - dy) * 480.0 / h;
+      p[y * w + x] = static_cast<std::uint8_t>(128 + 50 * std::sin(0.31 * X + 0.13 * Y) + 40 * std::cos(0.23 * Y - 0.17 * X));
+    }
+  return a;
+}
+
+// Median ms of `reps` runs (after one warm-up), synchronised, stream-timed with events.
+double time_ms(const Array& a, const Array& b, const FlowParams& p, int reps, cudaStream_t s, Array* out = nullptr) {
+  cudaEvent_t e0, e1;
+  WEFT_CUDA_CHECK(cudaEventCreate(&e0));
+  WEFT_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int r = 0; r <= reps; ++r) {
+    WEFT_CUDA_CHECK(cudaEventRecord(e0, s));
+    Array f = flow::compute_cuda(a, b, p, s);
+    WEFT_CUDA_CHECK(cudaEventRecord(e1, s));
+    WEFT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r > 0) t.push_back(ms);
+    if (out) *out = f;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return bench::median(t);
+}
+
+// Measured device-to-device copy bandwidth (bytes read + written per second).
+double measure_bandwidth(cudaStream_t s) {
+  const std::size_t bytes = std::size_t(1) << 30;
+  void *a, *b;
+  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  cudaEvent_t e0, e1;
+  WEFT_CUDA_CHECK(cudaEventCreate(&e0));
+  WEFT_CUDA_CHECK(cudaEventCreate(&e1));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) {
+    WEFT_CUDA_CHECK(cudaEventRecord(e0, s));
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    WEFT_CUDA_CHECK(cudaEventRecord(e1, s));
+    WEFT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * double(bytes) / (bench::median(t) * 1e-3);
+}
+
+// Bytes one inner iteration moves per pixel (reads + writes), from the kernels' loads and stores:
+// tvl1: u (float2) r/w, two duals r/w, (Ix,Iy), rho_c; hs/clg: u r/w and 5 tensor planes.
+double bytes_per_pixel_iteration(Method m, Precision p) {
+  const double s = p == Precision::fp16 ? 2 : 4;
+  return m == Method::tvl1 ? 8 + 8 + 4 * s + 2 * s + s + 4 * s : 8 + 8 + 5 * s;
+}
+
+// Floor of the iterations (the pyramid and warps are cheaper and left out): every level, every
+// warp, `iterations` full passes over the level at the measured bandwidth.
+double floor_ms(int w, int h, const FlowParams& p, Method m, Precision pr, double bandwidth) {
+  double pixels = 0;
+  int lw = w, lh = h;
+  for (int k = 0; k < p.scales; ++k) {
+    if (k > 0) {
+      const int nw = std::max(1, int(lw * p.zoom + 0.5)), nh = std::max(1, int(lh * p.zoom + 0.5));
+      if (nw < 16 || nh < 16) break;
+      lw = nw, lh = nh;
+    }
+    pixels += double(lw) * lh;
+  }
+  return pixels * p.warps * p.iterations * bytes_per_pixel_iteration(m, pr) / bandwidth * 1e3;
+}
+
+FlowParams seed_setting(Method m, Precision pr) {
+  FlowParams p = flow::default_params(m);
+  p.precision = pr;
+  p.scales = 3, p.warps = 1, p.iterations = 10, p.epsilon = 0, p.median = 0;
+  return p;
+}
+
+struct PairFiles {
+  const char *name, *f0, *f1, *truth;
+};
+constexpr PairFiles kPairs[] = {
+    {"RubberWhale", "middlebury/RubberWhale/frame10.png", "middlebury/RubberWhale/frame11.png", "middlebury/RubberWhale/flow10.flo"},
+    {"Hydrangea", "middlebury/Hydrangea/frame10.png", "middlebury/Hydrangea/frame11.png", "middlebury/Hydrangea/flow10.flo"},
+    {"SintelEasy", "sintel/easy/frame_0002.png", "sintel/easy/frame_0003.png", "sintel/easy/gt/frame_0002.flo"},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bench::Result result("flow", argc, argv);
+  cudaStream_t s;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&s));
+  const double bw = measure_bandwidth(s);
+  result.metric("measured_bandwidth_GBps", bw / 1e9);
+  std::printf("measured device bandwidth %.0f GB/s\n\n", bw / 1e9);
+
+  struct Res {
+    int w, h;
+    const char* name;
+  };
+  std::vector<Res> sizes{{640, 480, "640x480"}};
+  if (!quick) sizes.push_back({1920, 1080, "1920x1080"}), sizes.push_back({3840, 2160, "3840x2160"});
+  nlohmann::json table = nlohmann::json::array();
+  double tvl1_fp16_4k_seed = -1;
+  std::printf("%-5s %-5s %-10s %-8s %10s %10s %8s\n", "meth", "prec", "size", "setting", "ms/frame", "floor ms", "ratio");
+  for (Method m : {Method::tvl1, Method::hs, Method::clg})
+    for (Precision pr : {Precision::fp32, Precision::fp16})
+      for (const auto& r : sizes) {
+        const Array a = upload(texture(r.w, r.h, 0, 0), s), b = upload(texture(r.w, r.h, 1.5, 0.7), s);
+        for (int setting = 0; setting < 2; ++setting) {
+          FlowParams p = setting == 0 ? seed_setting(m, pr) : flow::default_params(m);
+          p.precision = pr;
+          const int reps = setting == 0 ? 10 : (r.w > 2000 ? 2 : 3);
+          const double ms = time_ms(a, b, p, reps, s);
+          const double fl = floor_ms(r.w, r.h, p, m, pr, bw);
+          const char* sname = setting == 0 ? "seed" : "defaults";
+          std::printf("%-5s %-5s %-10s %-8s %10.3f %10.3f %8.2f%s\n", std::string(flow::method_name(m)).c_str(),
+                      std::string(flow::precision_name(pr)).c_str(), r.name, sname, ms, fl, ms / fl,
+                      setting == 1 ? "  (floor: all iterations; early stop may beat it)" : "");
+          table.push_back({{"method", flow::method_name(m)}, {"precision", flow::precision_name(pr)}, {"size", r.name},
+                           {"setting", sname}, {"ms_per_frame", ms}, {"floor_ms", fl}, {"measured_over_floor", ms / fl},
+                           {"floor_note", setting == 0 ? "iterations only, all executed (epsilon 0)"
+                                                       : "iterations only, assuming the maximum count (epsilon stops earlier)"}});
+          if (m == Method::tvl1 && pr == Precision::fp16 && r.w == 3840 && setting == 0) tvl1_fp16_4k_seed = ms;
+        }
+      }
+  result.metric("times", table);
+
+  // Shared pairs: EPE and time at the defaults and the seed's setting, beside OpenCV.
+  nlohmann::json peer;
+  {
+    std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/bench/results/flow_opencv_cpu.json");
+    if (in) in >> peer;
+  }
+  nlohmann::json pairs = nlohmann::json::array();
+  double worst_epe_ratio = 0, worst_speedup = 1e30;
+  std::printf("\n%-12s %-5s %-5s %-8s %8s %10s %10s %10s\n", "pair", "meth", "prec", "setting", "EPE", "ms", "cv EPE", "cv ms");
+  for (const auto& pf : kPairs) {
+    const std::string root = std::string(WEFT_SHARED_DATA) + "/flow/";
+    if (!std::ifstream(root + pf.f0)) continue;
+    const Array a = upload(io::read_image(root + pf.f0), s), b = upload(io::read_image(root + pf.f1), s);
+    const Array truth = io::read_flo(root + pf.truth);
+    const bool have_peer = peer.contains("pairs") && peer["pairs"].contains(pf.name);
+    const double cv_epe = have_peer ? peer["pairs"][pf.name]["epe"].get<double>() : NAN;
+    const double cv_ms = have_peer ? 1e3 * peer["pairs"][pf.name]["seconds"].get<double>() : NAN;
+    for (Method m : {Method::tvl1, Method::hs, Method::clg})
+      for (Precision pr : {Precision::fp32, Precision::fp16})
+        for (int setting = 0; setting < 2; ++setting) {
+          FlowParams p = setting == 0 ? seed_setting(m, pr) : flow::default_params(m);
+          p.precision = pr;
+          Array f;
+          const double ms = time_ms(a, b, p, 3, s, &f);
+          const double epe = flow::endpoint_error(f.to_host(), truth);
+          const char* sname = setting == 0 ? "seed" : "defaults";
+          std::printf("%-12s %-5s %-5s %-8s %8.3f %10.3f %10.3f %10.1f\n", pf.name, std::string(flow::method_name(m)).c_str(),
+                      std::string(flow::precision_name(pr)).c_str(), sname, epe, ms, cv_epe, cv_ms);
+          nlohmann::json row{{"pair", pf.name}, {"method", flow::method_name(m)}, {"precision", flow::precision_name(pr)},
+                             {"setting", sname}, {"epe", epe}, {"ms", ms}};
+          if (have_peer && m == Method::tvl1) {
+            row["opencv_cpu_epe"] = cv_epe, row["opencv_cpu_ms"] = cv_ms, row["speedup_vs_opencv"] = cv_ms / ms;
+            row["epe_over_opencv"] = epe / cv_epe;
+            if (setting == 1) worst_epe_ratio = std::max(worst_epe_ratio, epe / cv_epe), worst_speedup = std::min(worst_speedup, cv_ms / ms);
+          }
+          pairs.push_back(row);
+        }
+  }
+  result.metric("pairs", pairs);
+  if (!peer.is_null()) result.metric("opencv_peer", peer);
+  if (tvl1_fp16_4k_seed > 0) result.target("tvl1_fp16_4k_seed_ms", tvl1_fp16_4k_seed, 1.0, false);
+  if (worst_epe_ratio > 0) {
+    result.target("tvl1_defaults_epe_over_opencv_worst_pair", worst_epe_ratio, 1.05, false);
+    result.target("tvl1_defaults_speedup_vs_opencv_worst_pair", worst_speedup, 100.0, true);
+  }
+  std::printf("\nwrote %s\n", result.write().c_str());
+  WEFT_CUDA_CHECK(cudaStreamDestroy(s));
+  return 0;
+}

@@ -54,14 +54,14 @@ void validate(const FlowParams& p) {
   require(p.warps >= 1, "warps", p.warps, ">= 1");
   require(p.iterations >= 1, "iterations", p.iterations, ">= 1");
   require(p.epsilon >= 0 && std::isfinite(p.epsilon), "epsilon", p.epsilon, ">= 0");
-  require(p.presmooth >= 0 && p.presmooth <= 10, "presmooth", p.presmooth, "in [0, 10]");
+  require(p.presmooth >= 0 && p.presmooth <= 5, "presmooth", p.presmooth, "in [0, 5]");
   require(p.median == 0 || p.median == 1 || p.median == 3 || p.median == 5, "median", p.median, "0, 1, 3 or 5");
   require(p.median_interval >= 1, "median-interval", p.median_interval, ">= 1");
   require(p.tau > 0 && p.tau <= 0.25, "tau", p.tau, "in (0, 0.25] (stability)");
   require(p.lambda > 0, "lambda", p.lambda, "> 0");
   require(p.theta > 0, "theta", p.theta, "> 0");
   require(p.alpha > 0, "alpha", p.alpha, "> 0");
-  require(p.rho >= 0 && p.rho <= 10, "rho", p.rho, "in [0, 10]");
+  require(p.rho >= 0 && p.rho <= 5, "rho", p.rho, "in [0, 5]");
 }
 
 }  // namespace weft::flow

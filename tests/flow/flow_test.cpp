@@ -54,15 +54,15 @@ TEST_P(Methods, RecoversPureTranslation) {
   EXPECT_NEAR(v, -0.9, 0.05);
 }
 
-// The multi-threaded float path follows the double reference: mean |difference| <= 2e-3 px and
-// max <= 2e-2 px (float rounding through hundreds of iterations; TV-L1 thresholding is
-// discontinuous, so single pixels may differ more than the mean).
+// The multi-threaded float path follows the double reference: mean |difference| <= 1e-5 px and
+// max <= 1e-3 px (measured: mean <= 6e-7, max <= 3e-5; TV-L1 thresholding is discontinuous, so
+// single pixels may differ more than the mean).
 TEST_P(Methods, FloatPathMatchesDoubleReference) {
   const Array a = pattern(64, 48), b = pattern(64, 48, 2.3, 1.1);
   const FlowParams p = small(GetParam());
   const test::Diff d = test::diff(compute(a, b, p), compute_reference(a, b, p));
-  EXPECT_LE(d.mean, 2e-3) << "max " << d.max;
-  EXPECT_LE(d.max, 2e-2);
+  EXPECT_LE(d.mean, 1e-5) << "max " << d.max;
+  EXPECT_LE(d.max, 1e-3);
   EXPECT_GT(d.scale, 1.0);
 }
 
@@ -148,7 +148,9 @@ TEST(FlowTask, FiresOncePerPair) {
 }
 
 // EPE on the shared pairs with the CPU float path at each method's defaults. Bounds measured
-// here (tvl1: RubberWhale 0.173, Hydrangea 0.203, Sintel easy 0.240), with about 5 % margin.
+// here (tvl1: RubberWhale 0.173, Hydrangea 0.206, Sintel easy 0.240; hs 0.258 and clg 0.246 on
+// RubberWhale), with about 5 % margin. The tvl1 goal of 0.17 on the Middlebury pairs is
+// not met at zoom 0.5 (OpenCV's own figures are 0.156 and 0.194).
 struct EpeCase {
   Method method;
   int pair;

@@ -1,6 +1,7 @@
 #include "exec/device.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -72,7 +73,9 @@ std::vector<GpuInfo> list_gpus() {
   for (int i = 0; i < gpu_count(); ++i) {
     cudaDeviceProp p{};
     WEFT_CUDA_CHECK(cudaGetDeviceProperties(&p, i));
-    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, p.multiProcessorCount});
+    char uuid[33] = {};
+    for (int b = 0; b < 16; ++b) std::snprintf(uuid + 2 * b, 3, "%02x", static_cast<unsigned char>(p.uuid.bytes[b]));
+    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, p.multiProcessorCount, uuid});
   }
   return out;
 }

@@ -28,7 +28,7 @@ nlohmann::json to_json(const RankInfo& r) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : r.gpus)
     gpus.push_back({{"index", g.index}, {"name", g.name}, {"memory", g.memory_bytes},
-                    {"cc", {g.compute_major, g.compute_minor}}, {"sms", g.multiprocessors}});
+                    {"cc", {g.compute_major, g.compute_minor}}, {"sms", g.multiprocessors}, {"uuid", g.uuid}});
   return {{"rank", r.rank}, {"host", r.host}, {"cores", r.cpu_cores}, {"memory", r.memory_bytes}, {"gpus", gpus}};
 }
 
@@ -39,7 +39,7 @@ RankInfo from_json(const nlohmann::json& j) {
   r.cpu_cores = j["cores"];
   r.memory_bytes = j["memory"];
   for (const auto& g : j["gpus"])
-    r.gpus.push_back({g["index"], g["name"], g["memory"], g["cc"][0], g["cc"][1], g["sms"]});
+    r.gpus.push_back({g["index"], g["name"], g["memory"], g["cc"][0], g["cc"][1], g["sms"], g["uuid"]});
   return r;
 }
 

@@ -9,13 +9,17 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <cstdlib>
+#include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
 #include "exec/channel.hpp"
 #include "exec/device.hpp"
 #include "exec/remote.hpp"
+#include "transport/nccl.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -57,6 +61,7 @@ struct RunHandle::State {
   std::mutex error_mutex;
   std::exception_ptr error;
   std::atomic<bool> cancelled{false};
+  int nccl_edges = 0;
 
   void fail(std::exception_ptr e, const Node* node) {
     {
@@ -170,6 +175,8 @@ Array fetch_array(State& run, Node& node, Array a, const std::shared_ptr<Event>&
   } else if (m.device_index != p.device) {
     out = detail::copy_between_devices(a, p.device, ready.get(), done);
   } else {
+    // Same GPU: produced on this device's compute stream, or received by NCCL on its own stream.
+    if (ready) ready->make_wait(detail::device_streams(p.device).compute);
     return a;
   }
   node.stats.bytes_in += a.bytes();
@@ -290,6 +297,51 @@ void drive(State& run, Node& node) {
   }
 }
 
+// Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
+// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
+// cycle between ranks (sends and receives share one NCCL stream per rank).
+std::set<std::ptrdiff_t> choose_nccl_edges(const Graph& graph, const Mapping& mapping, const Cluster& cluster,
+                                           std::vector<int>& device_of_rank) {
+  std::set<std::ptrdiff_t> chosen;
+  device_of_rank.assign(cluster.size(), -1);
+  const char* off = std::getenv("WEFT_NCCL");
+  if (!detail::nccl_compiled() || (off && std::string(off) == "0")) return chosen;
+  for (const auto& r : cluster.ranks)
+    if (r.gpus.empty()) return chosen;
+  std::map<std::pair<int, int>, bool> links;
+  for (std::size_t i = 0; i < graph.edges().size(); ++i) {
+    const Edge& e = graph.edges()[i];
+    Place a = mapping.at(e.from->name()), b = mapping.at(e.to->name());
+    if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
+    if (!e.from->moves_data() || !e.to->moves_data()) continue;
+    const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
+    const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
+    if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
+    auto bind = [&](int rank, int device) {
+      if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
+      return device_of_rank[rank] == device;
+    };
+    if (!bind(a.rank, a.device) || !bind(b.rank, b.device)) continue;
+    chosen.insert(static_cast<std::ptrdiff_t>(i));
+    links[{a.rank, b.rank}] = true;
+  }
+  // No cycle between ranks (depth-first search over the rank graph).
+  std::vector<int> colour(cluster.size(), 0);
+  std::function<bool(int)> cyclic = [&](int r) {
+    colour[r] = 1;
+    for (const auto& [link, _] : links)
+      if (link.first == r && (colour[link.second] == 1 || (colour[link.second] == 0 && cyclic(link.second)))) return true;
+    colour[r] = 2;
+    return false;
+  };
+  for (int r = 0; r < cluster.size(); ++r)
+    if (colour[r] == 0 && cyclic(r)) {
+      chosen.clear();
+      break;
+    }
+  return chosen;
+}
+
 }  // namespace
 
 Executor::Executor(ExecutorOptions options) : options_(std::move(options)) {
@@ -308,6 +360,17 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   const Environment* env = Environment::current();
   run.rank = env ? env->rank() : 0;
   if (!options_.trace_file.empty()) run.trace.enable();
+
+  // Edges between GPUs of different ranks go through NCCL where it can carry them; every rank
+  // makes the same choice from the same graph, mapping and cluster.
+  std::set<std::ptrdiff_t> nccl_edges;
+  if (env && env->distributed() && env->size() > 1) {
+    std::vector<int> device_of_rank;
+    nccl_edges = choose_nccl_edges(graph, mapping, env->cluster(), device_of_rank);
+    run.nccl_edges = static_cast<int>(nccl_edges.size());
+    if (!nccl_edges.empty())
+      detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank] < 0 ? 0 : device_of_rank[run.rank]);
+  }
 
   std::map<const Task*, Node*> local;
   for (const auto& t : graph.tasks()) {
@@ -335,8 +398,9 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     if (!from || !to) {
       if (!run.remote) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);
       Place other = mapping.at((from ? e.to : e.from)->name());
-      if (from) run.remote->add_sender(e, ch, other.rank, graph);
-      else run.remote->add_receiver(e, ch, other.rank, graph);
+      bool nccl = nccl_edges.count(&e - graph.edges().data()) != 0;
+      if (from) run.remote->add_sender(e, ch, other.rank, graph, nccl);
+      else run.remote->add_receiver(e, ch, other.rank, graph, nccl);
     }
   }
   if (env && env->distributed() && env->size() > 1 && !run.remote)
@@ -412,6 +476,7 @@ RunStats RunHandle::stats() const {
   RunStats s;
   if (!state_) return s;
   s.seconds = state_->seconds;
+  s.nccl_edges = state_->nccl_edges;
   for (const auto& n : state_->nodes) s.tasks.push_back(n->stats);
   for (const auto& c : state_->channels) s.max_in_flight = std::max<std::uint64_t>(s.max_in_flight, c->max_size());
   return s;

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "transport/nccl.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -48,6 +49,8 @@ struct Header {
   std::int32_t ndim = 0;
   std::int64_t dims[3] = {0, 0, 0};
   std::uint64_t bytes = 0;
+  std::int32_t nccl = 0;  // payload follows through NCCL, device to device
+  std::int32_t pad = 0;
 };
 
 // One MPI operation handed to the progress thread.
@@ -235,16 +238,19 @@ RemoteLinks::RemoteLinks(int rank, const ExecutorOptions& options) : impl_(std::
 
 void RemoteLinks::initialize() { (void)run_comm(); }
 
+MPI_Comm RemoteLinks::communicator() { return run_comm(); }
+
 RemoteLinks::~RemoteLinks() { finish(); }
 
-void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Graph& graph) {
+void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Graph& graph, bool nccl) {
   int id = static_cast<int>(&edge - graph.edges().data());
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
-  impl->bodies.push_back([impl, source, to, id, capacity] {
+  impl->bodies.push_back([impl, source, to, id, capacity, nccl] {
     try {
       int credits = 0;
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
+      std::deque<std::pair<std::shared_ptr<Event>, Array>> nccl_in_flight;
       while (true) {
         Token t;
         if (!source->pop(t)) return;
@@ -254,7 +260,14 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
         header->kind = static_cast<int>(t.value.index());
         std::shared_ptr<void> keep;
         void* data = nullptr;
-        if (auto* a = std::get_if<Array>(&t.value)) {
+        Array direct;  // sent through NCCL after the header
+        if (auto* a = std::get_if<Array>(&t.value); a && nccl && !a->memory().is_host()) {
+          header->dtype = static_cast<int>(a->dtype());
+          header->ndim = a->shape().ndim();
+          for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
+          header->nccl = 1;
+          direct = *a;
+        } else if (auto* a = std::get_if<Array>(&t.value)) {
           Array host = a->memory().is_host() ? *a : copy_to_host(*a, t.ready.get());
           header->dtype = static_cast<int>(host.dtype());
           header->ndim = host.shape().ndim();
@@ -289,6 +302,13 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
         std::vector<std::shared_ptr<Op>> ops;
         ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
         if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag_in(impl->run, id, 1), keep);
+        if (header->nccl) {
+          nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to), direct);
+          while (nccl_in_flight.size() > 2) {  // double buffering
+            nccl_in_flight.front().first->synchronize();
+            nccl_in_flight.pop_front();
+          }
+        }
         if (!t.end) --credits;
         in_flight.push_back(std::move(ops));
         // Double buffering: at most two tokens' sends outstanding per edge.
@@ -297,7 +317,10 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
             if (!impl->wait(op)) return;
           in_flight.pop_front();
         }
-        if (t.end) return;
+        if (t.end) {
+          for (auto& [event, array] : nccl_in_flight) event->synchronize();
+          return;
+        }
       }
       (void)capacity;
     } catch (...) {
@@ -306,10 +329,11 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
   });
 }
 
-void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph) {
+void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph, bool nccl) {
   int id = static_cast<int>(&edge - graph.edges().data());
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
+  (void)nccl;  // the header says how each payload travels
   impl->bodies.push_back([impl, sink, from, id, capacity] {
     try {
       auto grant = [&](int n) {
@@ -328,9 +352,13 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
           if (h.kind == 1) {
             Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
                                                                       : Shape(h.dims[0], h.dims[1], h.dims[2]);
-            Array a = Array::host(static_cast<DType>(h.dtype), shape);
-            if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
-            t.value = std::move(a);
+            if (h.nccl) {
+              t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready);
+            } else {
+              Array a = Array::host(static_cast<DType>(h.dtype), shape);
+              if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
+              t.value = std::move(a);
+            }
           } else {
             std::vector<char> bytes(h.bytes);
             if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;

@@ -8,6 +8,8 @@
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
+#include <mpi.h>
+
 #include <exception>
 #include <functional>
 #include <memory>
@@ -28,10 +30,13 @@ class RemoteLinks {
   RemoteLinks(const RemoteLinks&) = delete;
   RemoteLinks& operator=(const RemoteLinks&) = delete;
 
-  /// Tokens popped from `source` are sent to rank `to` (edge ids come from the graph's order).
-  void add_sender(const Edge& edge, Channel* source, int to, const Graph& graph);
+  /// Tokens popped from `source` are sent to rank `to` (edge ids come from the graph's order);
+  /// with `nccl`, device arrays go GPU to GPU through NCCL (headers still over MPI).
+  void add_sender(const Edge& edge, Channel* source, int to, const Graph& graph, bool nccl);
   /// Tokens received from rank `from` are pushed into `sink`.
-  void add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph);
+  void add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph, bool nccl);
+  /// The communicator every run uses (collective calls such as NCCL's bootstrap go over it).
+  static MPI_Comm communicator();
   /// Starts the threads; `on_error` is called with the first failure (local or from a peer).
   void start(std::function<void(std::exception_ptr)> on_error);
   /// Tells every other rank that this run failed here (unless the failure came from a peer),

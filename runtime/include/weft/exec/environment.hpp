@@ -12,6 +12,7 @@ struct GpuInfo {
   std::uint64_t memory_bytes = 0;
   int compute_major = 0, compute_minor = 0;
   int multiprocessors = 0;
+  std::string uuid;  ///< tells GPUs apart across ranks (two ranks may see one GPU)
 };
 struct RankInfo {
   int rank = 0;

@@ -31,6 +31,7 @@ struct RunStats {
   double seconds = 0;
   std::vector<TaskStats> tasks;
   std::uint64_t max_in_flight = 0;  ///< most tokens ever held by any one edge
+  int nccl_edges = 0;               ///< cross-rank edges carried GPU to GPU by NCCL
 };
 
 class RunHandle;

@@ -1,0 +1,236 @@
+// Overlap of communication with computation across two ranks (run: mpirun -np 2, one GPU each).
+// producer (CPU, rank 0) -> inc (GPU, rank 0) -> inc (GPU, rank 1) -> consumer (CPU, rank 1),
+// 16 MiB float tokens; the increments' compute time is swept by a loop count. For each point:
+// iteration time with --overlap on and off, and the bound max(compute, each transfer).
+// Also NCCL send/recv bandwidth between the two GPUs for 256 MiB. Writes bench/results/overlap.json.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "result.hpp"
+#include "weft/cuda.hpp"
+#include "weft/weft.hpp"
+#ifdef WEFT_BENCH_NCCL
+#include <nccl.h>
+#endif
+
+using namespace weft;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::int64_t kFloats = 4 << 20;  // 16 MiB
+
+__global__ void increment_kernel(float* __restrict__ y, const float* __restrict__ x, std::int64_t n, int loops) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    float v = x[i];
+    for (int k = 0; k < loops; ++k) v = v * 1.0000001f + 1e-7f;  // `loops` dependent FMAs
+    y[i] = v + 1.0f;
+  }
+}
+
+void launch_increment(float* y, const float* x, std::int64_t n, int loops, cudaStream_t s) {
+  increment_kernel<<<132 * 8, 256, 0, s>>>(y, x, n, loops);
+  check_launch("increment_kernel", s);
+}
+
+class Producer final : public Task {
+ public:
+  Producer(int tokens) : Task("producer"), tokens_(tokens) {}
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    if (ctx.index() >= static_cast<std::uint64_t>(tokens_)) return ctx.end_stream();
+    Array a = Array::host(DType::f32, Shape(kFloats));  // pooled: contents only stamped
+    a.data<float>()[0] = static_cast<float>(ctx.index());
+    ctx.put(out, std::move(a));
+  }
+
+ private:
+  int tokens_;
+};
+
+class Increment final : public Task {
+ public:
+  Increment(std::string name, int loops) : Task(std::move(name)), loops_(loops) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context&) override { throw Error("increment runs on GPUs only"); }
+  bool has_cpu() const override { return false; }
+  bool has_cuda() const override { return true; }
+  void run_cuda(Context& ctx) override {
+    Array x = ctx.take(in);
+    Array y = ctx.alloc(DType::f32, x.shape());
+    launch_increment(y.data<float>(), x.data<float>(), x.size(), loops_, cuda_stream(ctx));
+    ctx.put(out, std::move(y));
+  }
+
+ private:
+  int loops_;
+};
+
+class Consumer final : public Task {
+ public:
+  Consumer() : Task("consumer") {}
+  In<Array> in = input<Array>("in", DType::f32);
+  void run(Context& ctx) override { last_ = ctx.take(in).data<float>()[0]; }
+  float last_ = 0;
+};
+
+double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double run_pipeline(int tokens, int loops, bool overlap, int gpu_rank1) {
+  Graph g;
+  auto& p = g.add<Producer>(tokens);
+  auto& a = g.add<Increment>("inc0", loops);
+  auto& b = g.add<Increment>("inc1", loops);
+  auto& c = g.add<Consumer>();
+  g.connect(p.out, a.in);
+  g.connect(a.out, b.in);
+  g.connect(b.out, c.in);
+  Mapping m;
+  m.set("producer", Place::host(0));
+  m.set("inc0", Place::cuda(0, 0));
+  m.set("inc1", Place::cuda(gpu_rank1, 1));
+  m.set("consumer", Place::host(1));
+  Executor ex({.channel_capacity = 2, .overlap = overlap, .trace_file = ""});
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto t0 = Clock::now();
+  ex.run(g, m).wait();
+  double t = seconds(t0);
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t / tokens;
+}
+
+// Times one increment kernel on this rank's GPU (events, median of 5).
+double kernel_seconds(int loops) {
+  float *x, *y;
+  WEFT_CUDA_CHECK(cudaMalloc(&x, kFloats * 4));
+  WEFT_CUDA_CHECK(cudaMalloc(&y, kFloats * 4));
+  WEFT_CUDA_CHECK(cudaMemset(x, 0, kFloats * 4));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    cudaEventRecord(e0);
+    launch_increment(y, x, kFloats, loops, nullptr);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i) t.push_back(ms / 1e3);
+  }
+  cudaFree(x);
+  cudaFree(y);
+  return bench::median(t);
+}
+
+double copy_seconds(cudaMemcpyKind kind) {
+  float* d;
+  float* h;
+  WEFT_CUDA_CHECK(cudaMalloc(&d, kFloats * 4));
+  WEFT_CUDA_CHECK(cudaMallocHost(&h, kFloats * 4));
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    auto t0 = Clock::now();
+    if (kind == cudaMemcpyHostToDevice) cudaMemcpy(d, h, kFloats * 4, kind);
+    else cudaMemcpy(h, d, kFloats * 4, kind);
+    if (i) t.push_back(seconds(t0));
+  }
+  cudaFree(d);
+  cudaFreeHost(h);
+  return bench::median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Environment env(argc, argv);
+  if (env.size() != 2) {
+    if (env.rank() == 0) std::fprintf(stderr, "overlap_bench: run with mpirun -np 2 (one GPU per rank)\n");
+    return 2;
+  }
+  int gpus1 = static_cast<int>(env.cluster().ranks[1].gpus.size());
+  if (env.cluster().ranks[0].gpus.empty() || gpus1 == 0) {
+    if (env.rank() == 0) std::fprintf(stderr, "overlap_bench: both ranks need a GPU\n");
+    return 2;
+  }
+  // Rank 1 uses its second GPU when it sees two (both ranks on one host with 2 GPUs visible).
+  int gpu_rank1 = gpus1 > 1 ? 1 : 0;
+  WEFT_CUDA_CHECK(cudaSetDevice(env.rank() == 1 ? gpu_rank1 : 0));
+  bool distinct = env.cluster().ranks[0].gpus[0].uuid != env.cluster().ranks[1].gpus[gpu_rank1].uuid;
+
+  double h2d = copy_seconds(cudaMemcpyHostToDevice), d2h = copy_seconds(cudaMemcpyDeviceToHost);
+  double nccl_gbps = 0, nccl_16mib = 0;
+#ifdef WEFT_BENCH_NCCL
+  if (distinct) {
+    ncclUniqueId id;
+    if (env.rank() == 0) ncclGetUniqueId(&id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclComm_t comm;
+    ncclCommInitRank(&comm, 2, id, env.rank());
+    for (std::size_t bytes : {std::size_t(256) << 20, std::size_t(kFloats) * 4}) {
+      void* buf;
+      WEFT_CUDA_CHECK(cudaMalloc(&buf, bytes));
+      std::vector<double> t;
+      for (int i = 0; i < 6; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        auto t0 = Clock::now();
+        if (env.rank() == 0) ncclSend(buf, bytes, ncclUint8, 1, comm, nullptr);
+        else ncclRecv(buf, bytes, ncclUint8, 0, comm, nullptr);
+        cudaStreamSynchronize(nullptr);
+        double s = seconds(t0);
+        MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (i) t.push_back(s);
+      }
+      if (bytes == (std::size_t(256) << 20)) nccl_gbps = bytes / bench::median(t) / 1e9;
+      else nccl_16mib = bench::median(t);
+      cudaFree(buf);
+    }
+    ncclCommDestroy(comm);
+  }
+#endif
+
+  bench::Result result("overlap", argc, argv);
+  std::vector<int> sweep = {1, 100, 200, 400, 800, 1600};
+  nlohmann::json points = nlohmann::json::array();
+  double worst_ratio = 0, best_speedup_fraction = 0;
+  if (env.rank() == 0)
+    std::printf("%8s %10s %10s %10s %10s %10s %8s %8s\n", "loops", "kernel ms", "bound ms", "on ms", "off ms", "on/bound",
+                "speedup", "of max");
+  for (int loops : sweep) {
+    double k = kernel_seconds(loops);
+    MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double link = distinct && nccl_16mib > 0 ? nccl_16mib : h2d + d2h;  // rank to rank
+    double bound = std::max({k, h2d, d2h, link});
+    double serial = k * 2 + h2d + d2h + link;
+    const int tokens = 40;
+    run_pipeline(4, loops, true, gpu_rank1);  // warm-up: pools, streams, NCCL
+    double on = run_pipeline(tokens, loops, true, gpu_rank1);
+    double off = run_pipeline(tokens, loops, false, gpu_rank1);
+    double speedup = off / on, max_speedup = serial / bound;
+    if (env.rank() == 0)
+      std::printf("%8d %10.3f %10.3f %10.3f %10.3f %10.2f %8.2f %8.2f\n", loops, k * 1e3, bound * 1e3, on * 1e3, off * 1e3,
+                  on / bound, speedup, speedup / max_speedup);
+    points.push_back({{"loops", loops}, {"kernel_ms", k * 1e3}, {"bound_ms", bound * 1e3}, {"overlap_on_ms", on * 1e3},
+                      {"overlap_off_ms", off * 1e3}, {"on_over_bound", on / bound}, {"speedup", speedup},
+                      {"max_speedup", max_speedup}});
+    worst_ratio = std::max(worst_ratio, on / bound);
+    best_speedup_fraction = std::max(best_speedup_fraction, speedup / max_speedup);
+  }
+  if (env.rank() == 0) {
+    result.metric("points", points);
+    result.metric("h2d_16MiB_ms", h2d * 1e3);
+    result.metric("d2h_16MiB_ms", d2h * 1e3);
+    result.metric("nccl_256MiB_GBps", nccl_gbps);
+    result.metric("nccl_16MiB_ms", nccl_16mib * 1e3);
+    result.metric("distinct_gpus", distinct);
+    result.target("overlap on within 1.1x of max(compute, transfers) at every point", worst_ratio, 1.1, false);
+    result.target("speed-up over overlap off reaches 0.95 of its maximum", best_speedup_fraction, 0.95, true);
+    result.write();
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+// GPU tasks on two ranks (labels gpu, mpi): NCCL between distinct GPUs, the MPI fallback where the
+// ranks share one GPU. Skips without a GPU on every rank.
+#include <gtest/gtest.h>
+
+#include "executor_fixture.hpp"
+
+using namespace weft;
+
+namespace {
+Environment* env = nullptr;
+}
+
+TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
+  for (const auto& r : env->cluster().ranks)
+    if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";
+  if (env->size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr std::uint64_t kTokens = 3000;
+  constexpr std::int64_t kLength = 4096;
+  int last = env->size() - 1;
+  int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
+  for (bool overlap : {true, false}) {
+    Graph g;
+    auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
+    auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
+    auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
+    auto rec = std::make_shared<tasks::Collect::Record>();
+    auto& sink = g.add<tasks::Collect>("sink", rec);
+    g.connect(src.out, a.in);
+    g.connect(a.out, b.in);
+    g.connect(b.out, sink.in);
+    Mapping m;
+    m.set("source", Place::host(0));
+    m.set("a", Place::cuda(0, 0));
+    m.set("b", Place::cuda(second_gpu, last));
+    m.set("sink", Place::host(last));
+    Executor ex({.channel_capacity = 3, .overlap = overlap, .trace_file = ""});
+    RunHandle run = ex.run(g, m);
+    run.wait();
+    if (env->rank() == 0)
+      std::printf("overlap %s: %d edge(s) through NCCL, %.3f s\n", overlap ? "on" : "off", run.stats().nccl_edges,
+                  run.stats().seconds);
+    if (env->rank() != last) continue;
+    ASSERT_EQ(rec->indices.size(), kTokens);
+    for (std::uint64_t k = 0; k < kTokens; ++k) {
+      ASSERT_EQ(rec->indices[k], k);
+      for (std::int64_t i = 0; i < kLength; i += 511)
+        ASSERT_EQ(rec->arrays[k][i], test::expected(k, i, kLength, 2.0f, 1.0f, 0.5f, -3.0f));
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  Environment environment(argc, argv);
+  env = &environment;
+  if (environment.rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  return RUN_ALL_TESTS();
+}

@@ -49,11 +49,11 @@ double copy_bandwidth(cudaStream_t stream) {
   return 2.0 * bytes * reps / t;
 }
 
-/// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu). Octahedron and
-/// cube (u16 work): row pass 14 (i32 distances read twice, left distance written and read, result
-/// written), two column passes of 4, count 2. Ball (i32 work): row 20, two column passes of
-/// 8 + 24 of envelope stacks, count 4.
-double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 88.0 : 24.0; }
+/// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu), all on u16 work
+/// values: row pass 14 (i32 erosion distances read twice, left distance written and read, result
+/// written), two column passes of 4 (plus, for balls, 12 of u16 envelope stacks written and read),
+/// count 2.
+double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 48.0 : 24.0; }
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;

@@ -1,7 +1,9 @@
 // CPU granulometry against the literal definition, on synthetic volumes, and on trivial input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "brute_force.hpp"
@@ -161,6 +163,38 @@ TEST(Granulometry, TrivialVolumes) {
   auto r = morphology::granulometry_cpu(one, {Element::ball, -1, false, {}});
   EXPECT_EQ(r.remaining, (std::vector<std::int64_t>{1, 0}));
   EXPECT_THROW((void)morphology::granulometry_cpu(Array::host(DType::u8, Shape(4, 4)), {}), ConfigError);
+}
+
+// The GPU runs the per-size passes on u16 values and u16 envelope stacks: the same line math must
+// give the i32 results, saturated at 65535.
+TEST(LineTransforms, NarrowTypesMatchInt32) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 300);
+    std::vector<std::int32_t> wide(n);
+    for (auto& v : wide) v = rng() % 4 == 0 ? static_cast<std::int32_t>(rng() % 3000) : morphology::device::kInfinity;
+    std::vector<std::uint16_t> narrow(n);
+    auto narrowed = [](std::int32_t v) { return static_cast<std::uint16_t>(std::min<std::int32_t>(v, 0xFFFF)); };
+    for (int i = 0; i < n; ++i) narrow[i] = narrowed(wide[i]);
+    std::vector<std::int32_t> w2 = wide, s32(3 * n);
+    std::vector<std::uint16_t> n2 = narrow, s16(3 * n);
+    morphology::device::envelope_line<morphology::device::Parabola>(w2.data(), 1, n, morphology::device::kInfinity,
+                                                                   s32.data(), s32.data() + n, s32.data() + 2 * n, 1);
+    morphology::device::envelope_line<morphology::device::Parabola>(n2.data(), 1, n, std::uint16_t{0xFFFF},
+                                                                   s16.data(), s16.data() + n, s16.data() + 2 * n, 1);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(n2[i], narrowed(w2[i])) << "parabola n=" << n << " i=" << i;
+    w2 = wide;
+    n2 = narrow;
+    morphology::device::cone_line(w2.data(), 1, n);
+    morphology::device::cone_line(n2.data(), 1, n, std::uint16_t{0xFFFF});
+    for (int i = 0; i < n; ++i) ASSERT_EQ(n2[i], narrowed(w2[i])) << "cone";
+    const std::int64_t r = rng() % 40;
+    w2 = wide;
+    n2 = narrow;
+    morphology::device::window_line(w2.data(), 1, n, morphology::device::kInfinity, r);
+    morphology::device::window_line(n2.data(), 1, n, std::uint16_t{0xFFFF}, r);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(n2[i], narrowed(w2[i])) << "window";
+  }
 }
 
 TEST(Threshold, OtsuSeparatesTwoLevels) {

@@ -85,17 +85,18 @@ __device__ void row_distance_tile(const SeedRule& seeds, std::int64_t first, int
 /// One y- or z-line.
 template <LineOp Op, class T>
 __device__ __forceinline__ void column_line(T* line, std::int64_t stride, int n, T inf, std::int64_t r,
-                                            std::int32_t* stacks, std::int64_t l, std::int64_t lines) {
+                                            void* stack_storage, std::int64_t l, std::int64_t lines) {
+  T* stacks = static_cast<T*>(stack_storage);  // positions and values, both of type T
   namespace line_math = weft::morphology::device;
   if constexpr (Op == LineOp::cone) {
     line_math::cone_line(line, stride, n, inf);
   } else if constexpr (Op == LineOp::window) {
     line_math::window_line(line, stride, n, inf, r);
   } else if constexpr (Op == LineOp::parabola) {
-    line_math::envelope_line<line_math::Parabola>(line, stride, n, stacks + l, stacks + lines * n + l,
+    line_math::envelope_line<line_math::Parabola>(line, stride, n, inf, stacks + l, stacks + lines * n + l,
                                                   stacks + 2 * lines * n + l, lines);
   } else {
-    line_math::envelope_line<line_math::Chessboard>(line, stride, n, stacks + l, stacks + lines * n + l,
+    line_math::envelope_line<line_math::Chessboard>(line, stride, n, inf, stacks + l, stacks + lines * n + l,
                                                     stacks + 2 * lines * n + l, lines);
   }
 }
@@ -120,7 +121,7 @@ __global__ __launch_bounds__(Policy::kRowThreads) void row_distance_kernel(SeedR
 template <class Policy, LineOp Op, class T>
 __global__ __launch_bounds__(Policy::kColumnThreads) void column_distance_kernel(
     T* f, std::int64_t lines, std::int64_t inner, std::int64_t outer, std::int64_t stride, int n, T inf,
-    std::int64_t r, std::int32_t* stacks) {
+    std::int64_t r, void* stacks) {
   for (std::int64_t l = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; l < lines;
        l += std::int64_t(gridDim.x) * blockDim.x)
     device::column_line<Op>(f + (l / inner) * outer + l % inner, stride, n, inf, r, stacks, l, lines);
@@ -181,8 +182,7 @@ unsigned grid_for(std::int64_t work, int threads) {
 }
 
 template <LineOp Op, class T>
-void launch_column(T* f, const VolumeDims& d, int axis, T inf, std::int64_t r, std::int32_t* stacks,
-                   cudaStream_t stream) {
+void launch_column(T* f, const VolumeDims& d, int axis, T inf, std::int64_t r, void* stacks, cudaStream_t stream) {
   using P = DistancePolicy;
   const std::int64_t lines = axis == 1 ? d.z * d.x : d.y * d.x;
   const std::int64_t inner = axis == 1 ? d.x : d.y * d.x;
@@ -223,13 +223,21 @@ void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* wo
   if (d.voxels() == 0) return;
   const SeedRule seeds{nullptr, distance, r};
   const unsigned grid = grid_for(d.voxels(), P::kReduceThreads * 8);
-  if (element == Element::ball) {
+  constexpr std::uint16_t kInf = 0xFFFF;
+  if (element == Element::ball && r >= kInf) {  // radius ≥ 256: i32 squared distances
     auto* f = static_cast<std::int32_t*>(work);
     launch_distance_transform(seeds, f, stacks, d, element, stream);
     count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+  } else if (element == Element::ball) {
+    // Only squared distances ≤ r matter, so u16 values and u16 envelope stacks (positions < 65536)
+    // give the same threshold with half the traffic.
+    auto* f = static_cast<std::uint16_t*>(work);
+    launch_rows<std::uint16_t>(seeds, f, d, true, kInf, stream);
+    for (int axis = 1; axis >= 0; --axis)
+      launch_column<LineOp::parabola, std::uint16_t>(f, d, axis, kInf, r, stacks, stream);
+    count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
   } else {
     auto* f = static_cast<std::uint16_t*>(work);
-    constexpr std::uint16_t kInf = 0xFFFF;
     launch_rows<std::uint16_t>(seeds, f, d, false, kInf, stream);
     for (int axis = 1; axis >= 0; --axis) {
       if (element == Element::octahedron) launch_column<LineOp::cone, std::uint16_t>(f, d, axis, kInf, r, nullptr, stream);

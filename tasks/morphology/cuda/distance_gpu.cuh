@@ -37,13 +37,12 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
                                Element element, cudaStream_t stream);
 
 /// Opening of size n from the erosion distances D: *count += |{p : d(p, {D > r}) ≤ r}| and
-/// size_map ← n there (if set). `work` holds one value per voxel: i32 for balls (squared
-/// distances), u16 for octahedra and cubes (distances saturate at 65535, so r < 65535).
+/// size_map ← n there (if set). `work` holds one i32 per voxel; the passes use it as u16 (values
+/// saturate at 65535) except for balls of r = n² ≥ 65535. `stacks` holds 3 × voxels i32 (balls).
 void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream);
-/// Bytes per voxel of the work buffer of launch_opening_count.
-[[nodiscard]] constexpr int work_bytes(Element element) { return element == Element::ball ? 4 : 2; }
+
 /// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
 void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,
                        unsigned long long* count, cudaStream_t stream);

@@ -33,7 +33,7 @@ class GpuBackend {
 
   std::int64_t distance_to_background() {
     distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
-    work_ = Array::device(cuda::work_bytes(element_) == 4 ? DType::i32 : DType::u16, mask_.shape(), device_, stream_);
+    work_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
     if (element_ != Element::octahedron)
       stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);
     cuda::SeedRule seeds{mask_.data<std::uint8_t>(), nullptr, 0};

@@ -65,10 +65,10 @@ void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
       auto& s = stacks[w];
       if (s.size() < 3u * longest) s.resize(3u * longest);
       if (element == Element::ball)
-        device::envelope_line<device::Parabola>(f + first, stride, n, s.data(), s.data() + longest,
+        device::envelope_line<device::Parabola>(f + first, stride, n, kInfinity, s.data(), s.data() + longest,
                                                 s.data() + 2 * longest, 1);
       else
-        device::envelope_line<device::Chessboard>(f + first, stride, n, s.data(), s.data() + longest,
+        device::envelope_line<device::Chessboard>(f + first, stride, n, kInfinity, s.data(), s.data() + longest,
                                                   s.data() + 2 * longest, 1);
     });
   }

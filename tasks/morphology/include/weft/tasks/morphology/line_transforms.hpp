@@ -91,37 +91,39 @@ struct Chessboard {
 };
 
 /// Lower envelope pass (Meijster, Roerdink, Hesselink 2000, phase 2) for Parabola or Chessboard.
-/// `seeds`, `starts`, `values` are stacks of n entries each, `stack_stride` apart (so that GPU
-/// threads working on neighbouring lines touch neighbouring words).
-template <class Metric>
-WEFT_MORPHOLOGY_HD void envelope_line(std::int32_t* f, std::int64_t stride, int n, std::int32_t* seeds,
-                                      std::int32_t* starts, std::int32_t* values, std::int64_t stack_stride) {
+/// Values ≥ `inf` are "no seed"; results saturate at `inf`. `seeds`, `starts`, `values` are stacks
+/// of n entries each, `stack_stride` apart (so that GPU threads working on neighbouring lines touch
+/// neighbouring words); S must hold positions 0..n−1.
+template <class Metric, class T, class S>
+WEFT_MORPHOLOGY_HD void envelope_line(T* f, std::int64_t stride, int n, T inf, S* seeds, S* starts, T* values,
+                                      std::int64_t stack_stride) {
   int k = -1;
   for (int u = 0; u < n; ++u) {
-    const std::int32_t gu = f[u * stride];
-    if (gu >= kInfinity) continue;
+    const T gu = f[u * stride];
+    if (gu >= inf) continue;
     while (k >= 0 && Metric::at(starts[k * stack_stride], seeds[k * stack_stride], values[k * stack_stride]) >
                          Metric::at(starts[k * stack_stride], u, gu))
       --k;
     if (k < 0) {
       k = 0;
-      seeds[0] = u;
+      seeds[0] = static_cast<S>(u);
       starts[0] = 0;
       values[0] = gu;
     } else {
       const std::int64_t w = 1 + Metric::sep(seeds[k * stack_stride], values[k * stack_stride], u, gu);
       if (w < n) {
         ++k;
-        seeds[k * stack_stride] = u;
-        starts[k * stack_stride] = static_cast<std::int32_t>(w);
+        seeds[k * stack_stride] = static_cast<S>(u);
+        starts[k * stack_stride] = static_cast<S>(w);
         values[k * stack_stride] = gu;
       }
     }
   }
-  if (k < 0) return;  // no seed on this line: every value is already kInfinity
+  if (k < 0) return;  // no seed on this line: every value is already `inf`
   for (int u = n - 1; u >= 0; --u) {
-    f[u * stride] = clamp_infinity(Metric::at(u, seeds[k * stack_stride], values[k * stack_stride]));
-    if (u == starts[k * stack_stride]) --k;
+    const std::int64_t v = Metric::at(u, seeds[k * stack_stride], values[k * stack_stride]);
+    f[u * stride] = v >= static_cast<std::int64_t>(inf) ? inf : static_cast<T>(v);
+    if (u == static_cast<int>(starts[k * stack_stride])) --k;
   }
 }
 

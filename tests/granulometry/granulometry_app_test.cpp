@@ -113,6 +113,7 @@ TEST_F(GranulometryApp, BadInputGivesOneClearError) {
     Array full = Array::host(DType::u8, Shape(6, 7, 8));
     std::fill_n(full.data<std::uint8_t>(), full.size(), std::uint8_t{1});
     h5.write("/full", full);
+    h5.create("/empty", DType::u8, Shape(0, 4, 4));
     h5.commit();
   }
   const std::string out = " --devices cpu --output " + path("out");
@@ -123,6 +124,7 @@ TEST_F(GranulometryApp, BadInputGivesOneClearError) {
       {"--input " + path("bad.h5") + ":/flat", "3D"},
       {"--input " + path("bad.h5") + ":/f64", "f64"},
       {"--input " + path("bad.h5") + ":/full", "--max-size"},
+      {"--input " + path("bad.h5") + ":/empty", "empty"},
       {"--input " + path("bad.h5") + ":/full --element sphere", "sphere"},
       {"--input " + path("bad.h5") + ":/full --threshold abc", "--threshold"},
       {"--input " + path("bad.h5") + " --shape 4x4x4 --dtype u8", "bytes"},

@@ -91,7 +91,8 @@ int filter_main(int argc, char** argv) {
              "u8/u16/f16/f32, fp32 accumulation. 3D arrays are filtered slice by slice except by the median.",
              &positional))
     return 0;
-  if (o.kind.empty()) throw ConfigError("filter kind: missing (median | convolve | gaussian)");
+  if (o.kind != "median" && o.kind != "convolve" && o.kind != "gaussian")
+    throw ConfigError("filter kind: expected median | convolve | gaussian, got '" + o.kind + "'");
   (void)filters::parse_border(o.border, "--border");
   if (o.output.empty()) throw ConfigError("--output: missing (a .png/.pgm image or FILE.h5:/dataset)");
   Array input = filter_app::read_input(o.input);

@@ -87,39 +87,43 @@ __global__ void __launch_bounds__(kMaxThreads) median3d_kernel(const T* src, T* 
 namespace {
 
 template <class T, int K>
-void launch_typed(const void* in, void* out, device::Extent e, bool volume, int border, cudaStream_t stream) {
+void launch_planar(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
   constexpr int r = K / 2;
   const device::MedianPolicy p = device::median_policy(90);
-  if (volume) {
-    const dim3 block(p.block_x, p.block_y);
-    const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
-                    static_cast<unsigned>((e.ny + p.block_y - 1) / p.block_y), static_cast<unsigned>(e.slices));
-    const std::size_t shared = sizeof(T) * K * (p.block_y + 2 * r) * (p.block_x + 2 * r);
-    device::median3d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                   e, border);
-  } else {
-    const int rows = p.block_y * p.rows_per_thread;
-    const dim3 block(p.block_x, p.block_y);
-    const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
-                    static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
-    const std::size_t shared = sizeof(T) * (rows + 2 * r) * (p.block_x + 2 * r);
-    device::median2d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                   e, border, p.rows_per_thread);
-  }
-  check_launch("median_kernel", stream);
+  const int rows = p.block_y * p.rows_per_thread;
+  const dim3 block(p.block_x, p.block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                  static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
+  const std::size_t shared = sizeof(T) * (rows + 2 * r) * (p.block_x + 2 * r);
+  device::median2d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), e,
+                                                                 border, p.rows_per_thread);
+  check_launch("median2d_kernel", stream);
+}
+
+template <class T, int K>  // K = 3 or 5
+void launch_volume(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
+  constexpr int r = K / 2;
+  const device::MedianPolicy p = device::median_policy(90);
+  const dim3 block(p.block_x, p.block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                  static_cast<unsigned>((e.ny + p.block_y - 1) / p.block_y), static_cast<unsigned>(e.slices));
+  const std::size_t shared = sizeof(T) * K * (p.block_y + 2 * r) * (p.block_x + 2 * r);
+  device::median3d_kernel<T, K><<<grid, block, shared, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), e,
+                                                                 border);
+  check_launch("median3d_kernel", stream);
 }
 
 template <class T>
 void launch_sized(const void* in, void* out, device::Extent e, int size, bool volume, int border, cudaStream_t s) {
   if (volume) {
-    if (size == 3) return launch_typed<T, 3>(in, out, e, true, border, s);
-    return launch_typed<T, 5>(in, out, e, true, border, s);
+    if (size == 3) return launch_volume<T, 3>(in, out, e, border, s);
+    return launch_volume<T, 5>(in, out, e, border, s);
   }
   switch (size) {
-    case 3: return launch_typed<T, 3>(in, out, e, false, border, s);
-    case 5: return launch_typed<T, 5>(in, out, e, false, border, s);
-    case 7: return launch_typed<T, 7>(in, out, e, false, border, s);
-    default: return launch_typed<T, 9>(in, out, e, false, border, s);
+    case 3: return launch_planar<T, 3>(in, out, e, border, s);
+    case 5: return launch_planar<T, 5>(in, out, e, border, s);
+    case 7: return launch_planar<T, 7>(in, out, e, border, s);
+    default: return launch_planar<T, 9>(in, out, e, border, s);
   }
 }
 

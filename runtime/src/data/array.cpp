@@ -33,9 +33,12 @@ Buffer::~Buffer() {
   if (!ptr) return;
   switch (owner) {
     case Owner::host_pool: host_pool_release(ptr, capacity); break;
-    case Owner::device_pool: device_pool_release(memory.device_index, ptr); break;
+    case Owner::device_pool: device_pool_release(memory.device_index, ptr, release_stream); break;
     case Owner::external: break;
   }
+}
+void release_on_home(const Array& a) noexcept {
+  if (Buffer* b = ArrayAccess::buffer(a)) b->release_stream = nullptr;
 }
 }  // namespace detail
 
@@ -67,6 +70,7 @@ Array Array::device(DType type, Shape shape, int device, void* stream) {
   auto buf = std::make_shared<detail::Buffer>();
   std::size_t bytes = static_cast<std::size_t>(shape.size()) * dtype_size(type);
   buf->ptr = detail::device_pool_acquire(device, bytes, stream);
+  buf->release_stream = stream;
   buf->capacity = bytes;
   buf->memory = Memory::on_device(device);
   buf->owner = detail::Buffer::Owner::device_pool;

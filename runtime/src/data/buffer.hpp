@@ -15,6 +15,9 @@ struct Buffer {
   std::size_t capacity = 0;  // bytes reserved (pool size class)
   Memory memory;
   Owner owner = Owner::external;
+  // Device buffers are freed in order on this stream: the stream they were allocated on while
+  // only one task used them, the device's home stream once they travelled to another task.
+  void* release_stream = nullptr;
   Buffer() = default;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -35,6 +38,12 @@ HostPoolStats host_pool_stats();
 // Device pool (stream-ordered, backed by the CUDA memory pool of each device with an infinite
 // release threshold: memory freed by one token is reused by the next without cudaMalloc).
 void* device_pool_acquire(int device, std::size_t bytes, void* stream);
-void device_pool_release(int device, void* ptr) noexcept;  // ordered on the device's compute stream
+void device_pool_release(int device, void* ptr, void* stream) noexcept;  // null stream: the home stream
+
+struct ArrayAccess {
+  static Buffer* buffer(const Array& a) { return a.buffer_.get(); }
+};
+/// The array left the task that made it: free it on its device's home stream.
+void release_on_home(const Array& a) noexcept;
 
 }  // namespace weft::detail

@@ -27,6 +27,7 @@ struct DeviceState {
   DeviceStreams streams;
   std::mutex event_mutex;
   std::vector<cudaEvent_t> free_events;
+  std::vector<cudaStream_t> free_streams;
 };
 
 DeviceState& state(int device) {
@@ -108,10 +109,10 @@ void* device_pool_acquire(int device, std::size_t bytes, void* stream) {
   return p;
 }
 
-void device_pool_release(int device, void* ptr) noexcept {
+void device_pool_release(int device, void* ptr, void* stream) noexcept {
   DeviceState& s = state(device);
   cudaSetDevice(device);
-  cudaFreeAsync(ptr, static_cast<cudaStream_t>(s.streams.compute));
+  cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream ? stream : s.streams.compute));
 }
 
 std::shared_ptr<Event> Event::record(int device, void* stream) {
@@ -160,13 +161,35 @@ void synchronize_stream(int device, void* stream) {
   WEFT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
-Array copy_to_device(const Array& src, int device, std::shared_ptr<Event>& done) {
+void* acquire_task_stream(int device) {
+  DeviceState& s = state(device);
+  {
+    std::lock_guard lock(s.event_mutex);
+    if (!s.free_streams.empty()) {
+      cudaStream_t st = s.free_streams.back();
+      s.free_streams.pop_back();
+      return st;
+    }
+  }
+  WEFT_CUDA_CHECK(cudaSetDevice(device));
+  cudaStream_t st;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  return st;
+}
+
+void release_task_stream(int device, void* stream) noexcept {
+  DeviceState& s = state(device);
+  std::lock_guard lock(s.event_mutex);
+  s.free_streams.push_back(static_cast<cudaStream_t>(stream));
+}
+
+Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done) {
   DeviceStreams& st = device_streams(device);
   Array dst = Array::device(src.dtype(), src.shape(), device, st.h2d);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyHostToDevice,
                                   static_cast<cudaStream_t>(st.h2d)));
   done = Event::record(device, st.h2d);
-  done->make_wait(st.compute);
+  done->make_wait(user);
   return dst;
 }
 
@@ -183,7 +206,8 @@ Array copy_to_host(const Array& src, const Event* ready) {
   return dst;
 }
 
-Array copy_between_devices(const Array& src, int device, const Event* ready, std::shared_ptr<Event>& done) {
+Array copy_between_devices(const Array& src, int device, void* user, const Event* ready,
+                           std::shared_ptr<Event>& done) {
   DeviceStreams& st = device_streams(device);
   Array dst = Array::device(src.dtype(), src.shape(), device, st.h2d);
   WEFT_CUDA_CHECK(cudaSetDevice(device));
@@ -191,7 +215,7 @@ Array copy_between_devices(const Array& src, int device, const Event* ready, std
   WEFT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw(), device, src.raw(), src.memory().device_index,
                                       src.bytes(), static_cast<cudaStream_t>(st.h2d)));
   done = Event::record(device, st.h2d);
-  done->make_wait(st.compute);
+  done->make_wait(user);
   return dst;
 }
 
@@ -208,16 +232,18 @@ void copy_to_host_sync(void*, const void*, std::size_t, int) { no_cuda(); }
 DeviceStreams& device_streams(int) { no_cuda(); }
 void bind_device(int) { no_cuda(); }
 void* device_pool_acquire(int, std::size_t, void*) { no_cuda(); }
-void device_pool_release(int, void*) noexcept {}
+void device_pool_release(int, void*, void*) noexcept {}
 std::shared_ptr<Event> Event::record(int, void*) { no_cuda(); }
 void Event::make_wait(void*) const { no_cuda(); }
 void Event::synchronize() const { no_cuda(); }
 bool Event::done() const { return true; }
 Event::~Event() = default;
 void synchronize_stream(int, void*) { no_cuda(); }
-Array copy_to_device(const Array&, int, std::shared_ptr<Event>&) { no_cuda(); }
+Array copy_to_device(const Array&, int, void*, std::shared_ptr<Event>&) { no_cuda(); }
+void* acquire_task_stream(int) { no_cuda(); }
+void release_task_stream(int, void*) noexcept {}
 Array copy_to_host(const Array&, const Event*) { no_cuda(); }
-Array copy_between_devices(const Array&, int, const Event*, std::shared_ptr<Event>&) { no_cuda(); }
+Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&) { no_cuda(); }
 
 #endif
 

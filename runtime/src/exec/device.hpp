@@ -46,14 +46,20 @@ class Event {
 
 void synchronize_stream(int device, void* stream);
 
-/// Host array -> new device array of `device`; the copy runs on the h2d stream and the compute
-/// stream is made to wait for it. `done` is recorded after the copy (keep `src` alive until then).
-[[nodiscard]] Array copy_to_device(const Array& src, int device, std::shared_ptr<Event>& done);
+/// Host array -> new device array of `device`; the copy runs on the h2d stream and `user` (the
+/// consuming task's stream) is made to wait for it. `done` is recorded after the copy (keep `src`
+/// alive until then).
+[[nodiscard]] Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done);
 /// Device array -> new host array, after `ready` (if any); blocks until the copy completed.
 [[nodiscard]] Array copy_to_host(const Array& src, const Event* ready);
-/// Device array -> array on another GPU of this process (peer copy); compute of `device` waits.
-[[nodiscard]] Array copy_between_devices(const Array& src, int device, const Event* ready,
+/// Device array -> array on another GPU of this process (peer copy); `user` waits for it.
+[[nodiscard]] Array copy_between_devices(const Array& src, int device, void* user, const Event* ready,
                                          std::shared_ptr<Event>& done);
+/// A stream of `device` for one task (streams are pooled and reused across runs). Each GPU task
+/// launches on its own stream so that tasks on one device do not queue behind each other; the
+/// device's compute stream stays the home where pooled memory is freed.
+[[nodiscard]] void* acquire_task_stream(int device);
+void release_task_stream(int device, void* stream) noexcept;
 
 }  // namespace weft::detail
 

@@ -3,7 +3,8 @@
 // the copy streams), fires, and pushes one token on each output channel. Channels are bounded,
 // so a fast producer is held back, several tokens are in flight at once, and nothing waits on a
 // global barrier. A task thread may block in I/O or in a synchronous copy without stalling
-// others; GPU tasks only enqueue on their device's compute stream and pass on an event.
+// others; GPU tasks only enqueue on their own stream and pass on an event. Memory is freed on the
+// device's compute stream, which waits for a task's stream after each firing that used arrays.
 #include "weft/exec/executor.hpp"
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "data/buffer.hpp"
 #include "exec/channel.hpp"
 #include "exec/device.hpp"
 #include "exec/remote.hpp"
@@ -110,7 +112,10 @@ class FiringContext final : public Context {
     values_.resize(node.task->inputs().size());
     readies_.resize(node.task->inputs().size());
     outputs_.resize(node.task->outputs().size());
-    if (node.place.is_gpu()) stream_ = detail::device_streams(node.place.device).compute;
+    if (node.place.is_gpu()) stream_ = detail::acquire_task_stream(node.place.device);
+  }
+  ~FiringContext() override {
+    if (stream_) detail::release_task_stream(node_.place.device, stream_);
   }
   Array alloc(DType type, Shape shape) override {
     return node_.place.is_gpu() ? Array::device(type, shape, node_.place.device, stream_) : Array::host(type, shape);
@@ -160,7 +165,7 @@ class FiringContext final : public Context {
 
 // Brings an array to the node's place. Copies to a GPU are asynchronous: the source stays
 // alive in `pending` until its copy event completed.
-Array fetch_array(State& run, Node& node, Array a, const std::shared_ptr<Event>& ready,
+Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shared_ptr<Event>& ready,
                   std::deque<std::pair<std::shared_ptr<Event>, Array>>& pending) {
   Memory m = a.memory();
   const Place& p = node.place;
@@ -171,14 +176,16 @@ Array fetch_array(State& run, Node& node, Array a, const std::shared_ptr<Event>&
     if (m.is_host()) return a;
     out = detail::copy_to_host(a, ready.get());
   } else if (m.is_host()) {
-    out = detail::copy_to_device(a, p.device, done);
+    out = detail::copy_to_device(a, p.device, stream, done);
   } else if (m.device_index != p.device) {
-    out = detail::copy_between_devices(a, p.device, ready.get(), done);
+    out = detail::copy_between_devices(a, p.device, stream, ready.get(), done);
   } else {
-    // Same GPU: produced on this device's compute stream, or received by NCCL on its own stream.
-    if (ready) ready->make_wait(detail::device_streams(p.device).compute);
+    // Same GPU: produced on another task's stream, or received by NCCL on its own stream.
+    if (ready) ready->make_wait(stream);
+    detail::release_on_home(a);
     return a;
   }
+  if (!out.memory().is_host()) detail::release_on_home(out);
   node.stats.bytes_in += a.bytes();
   if (done) {
     if (!run.options.overlap) done->synchronize();
@@ -204,6 +211,9 @@ void drive(State& run, Node& node) {
     if (gpu) detail::bind_device(node.place.device);
     task.start(ctx);
     const bool forwards = !task.moves_data();
+    bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
+    std::vector<Array> held;
+    void* home = gpu ? detail::device_streams(node.place.device).compute : nullptr;
     for (std::uint64_t firing = 0;; ++firing) {
       std::uint64_t index = firing;  // sources number their tokens; others take their inputs'
       ctx.begin(index);
@@ -216,6 +226,7 @@ void drive(State& run, Node& node) {
         if (ports.empty())
           for (std::size_t p = 0; p < node.inputs.size(); ++p) ports.push_back(static_cast<int>(p));
         bool first = true;
+        used_device_arrays = false;
         for (int p : ports) {
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
@@ -232,11 +243,12 @@ void drive(State& run, Node& node) {
                         " on input '" + task.inputs()[p].name + "'");
           }
           auto* a = std::get_if<Array>(&t.value);
-          if (a && !forwards) {
+          if (a && forwards) {
             ctx.values()[p] = std::move(t.value);
             ctx.readies()[p] = std::move(t.ready);
           } else if (a) {
-            ctx.values()[p] = fetch_array(run, node, std::move(*a), t.ready, pending);
+            ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(*a), t.ready, pending);
+            used_device_arrays = gpu;
           } else {
             ctx.values()[p] = std::move(t.value);
           }
@@ -251,6 +263,9 @@ void drive(State& run, Node& node) {
           break;
         }
       }
+      if (used_device_arrays)  // keep the inputs until the home stream waits for this firing
+        for (auto& v : ctx.values())
+          if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
       if (gpu) task.run_cuda(ctx);
@@ -269,6 +284,13 @@ void drive(State& run, Node& node) {
         if (const auto* a = std::get_if<Array>(&*v); a && !a->empty() && !a->memory().is_host() && !ready && gpu)
           ready = Event::record(node.place.device, ctx.stream());
       }
+      if (used_device_arrays) {
+        // Inputs are freed (on the home stream) once this firing's work on them is done.
+        auto done = ready ? ready : Event::record(node.place.device, ctx.stream());
+        done->make_wait(home);
+      }
+      for (auto& v : ctx.values()) v = Value{};
+      held.clear();
       if (gpu && !run.options.overlap) detail::synchronize_stream(node.place.device, ctx.stream());
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         if (!ctx.outputs()[p]) continue;
@@ -276,6 +298,8 @@ void drive(State& run, Node& node) {
         std::shared_ptr<Event> event = ready;
         if (forwards)
           for (std::size_t i = 0; i < ctx.readies().size() && !event; ++i) event = ctx.readies()[i];
+        if (const auto* a = std::get_if<Array>(&*ctx.outputs()[p]); a && !a->memory().is_host())
+          detail::release_on_home(*a);
         auto& consumers = node.outputs[p];
         for (std::size_t c = 0; c < consumers.size(); ++c) {
           Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], event};

@@ -38,7 +38,8 @@ struct Memory {
 };
 
 namespace detail {
-struct Buffer;  // pooled storage, returned to its pool when the last Array drops it
+struct Buffer;       // pooled storage, returned to its pool when the last Array drops it
+struct ArrayAccess;  // the executor's access to an array's storage
 }
 
 /// A typed array sharing its storage (copying an Array copies a handle, not the data).
@@ -72,6 +73,7 @@ class Array {
   void zero();
 
  private:
+  friend struct detail::ArrayAccess;
   void check_type(DType asked) const;
   DType dtype_ = DType::u8;
   Shape shape_;

@@ -135,14 +135,14 @@ Interacted interactions_gpu(const std::vector<Array>& groups, int device, void* 
   const Shape& s0 = groups[0].shape();
   const std::int64_t h = s0[1], w = s0[2];
   device::ResponsePlanes planes{};
-  planes.maps_per_group = kMaps / static_cast<int>(groups.size());
+  const int per_group = kMaps / static_cast<int>(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const Array& a = groups[g];
     check_on_device(a, device, "interactions");
-    if (a.dtype() != DType::f32 || a.shape().ndim() != 3 || a.shape()[0] != planes.maps_per_group ||
+    if (a.dtype() != DType::f32 || a.shape().ndim() != 3 || a.shape()[0] != per_group ||
         a.shape()[1] != h || a.shape()[2] != w)
       throw ConfigError("interactions: group responses " + a.shape().str() + " do not match " + s0.str());
-    planes.group[g] = a.data<float>();
+    for (int k = 0; k < per_group; ++k) planes.plane[static_cast<int>(g) * per_group + k] = a.data<float>() + k * h * w;
   }
   WEFT_CUDA_CHECK(cudaSetDevice(device));
   const device::StaticPolicy policy = device::static_policy(compute_capability(device));

@@ -10,6 +10,12 @@
 namespace weft::saliency::device {
 namespace {
 
+/// cos θ and sin θ of a group's orientations.
+struct Directions {
+  float c[kOrientations];
+  float s[kOrientations];
+};
+
 // ---- layer 3: per-tile work ----
 
 template <class T>
@@ -19,8 +25,8 @@ __device__ void window_element(const T* __restrict__ frame, float scale, std::in
   dst[i] = x < w ? static_cast<float>(frame[y * w + x]) * scale * hann(x, w) * hann(y, h) : 0.0f;
 }
 
-__device__ void gabor_element(const float2* __restrict__ spectrum, std::int64_t h, std::int64_t wf, int first,
-                              int count, float scale, float2* __restrict__ out, std::int64_t k) {
+__device__ void gabor_element(const float2* __restrict__ spectrum, std::int64_t h, std::int64_t wf,
+                              const Directions& dir, int count, float scale, float2* __restrict__ out, std::int64_t k) {
   const std::int64_t wc = wf / 2 + 1, plane = h * wc;
   const std::int64_t ky = k / wc, kx = k - ky * wc;
   const float2 x = spectrum[k];
@@ -30,7 +36,7 @@ __device__ void gabor_element(const float2* __restrict__ spectrum, std::int64_t 
   for (int i = 0; i < count; ++i)
 #pragma unroll
     for (int b = 0; b < kBands; ++b) {
-      const float g = nyquist ? 0.0f : gabor_gain(first + i, b, fy, fx) * scale;
+      const float g = nyquist ? 0.0f : gabor_gain(dir.c[i], dir.s[i], b, fy, fx) * scale;
       out[(i * kBands + b) * plane + k] = make_float2(x.x * g, x.y * g);
     }
 }
@@ -54,9 +60,6 @@ struct Min {
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
 
 /// One kStatTile × kStatTile tile per block: interacted energies of its pixels, and per map the
 /// tile's min and max (partials[tile][map] = {min, max}).
@@ -69,7 +72,6 @@ __device__ void interactions_tile(const ResponsePlanes& planes, std::int64_t h, 
     hi[k] = -FLT_MAX;
   }
   const std::int64_t n = h * w;
-  const int per_group = planes.maps_per_group;
   const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * kStatTile + threadIdx.x % kStatTile;
   const int rows = blockDim.x / kStatTile;
   for (int r = threadIdx.x / kStatTile; r < kStatTile; r += rows) {
@@ -79,7 +81,7 @@ __device__ void interactions_tile(const ResponsePlanes& planes, std::int64_t h, 
     float e[kMaps];
 #pragma unroll
     for (int k = 0; k < kMaps; ++k) {
-      const float v = planes.group[k / per_group][(k % per_group) * n + p];
+      const float v = planes.plane[k][p];
       e[k] = v * v;
     }
 #pragma unroll
@@ -161,9 +163,9 @@ __global__ void __launch_bounds__(kMaxThreads) window_kernel(const T* frame, flo
   if (i < h * wf) window_element(frame, scale, h, w, wf, dst, i);
 }
 __global__ void __launch_bounds__(kMaxThreads) gabor_kernel(const float2* spectrum, std::int64_t h, std::int64_t wf,
-                                                           int first, int count, float scale, float2* out) {
+                                                           Directions dir, int count, float scale, float2* out) {
   const std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (k < h * (wf / 2 + 1)) gabor_element(spectrum, h, wf, first, count, scale, out, k);
+  if (k < h * (wf / 2 + 1)) gabor_element(spectrum, h, wf, dir, count, scale, out, k);
 }
 __global__ void __launch_bounds__(kMaxThreads) interactions_kernel(ResponsePlanes planes, std::int64_t h,
                                                                   std::int64_t w, float* maps, float* partials) {
@@ -210,7 +212,9 @@ void launch_gabor(const StaticPolicy& p, const float2* spectrum, std::int64_t h,
                   float scale, float2* out, cudaStream_t stream) {
   const std::int64_t elements = h * (wf / 2 + 1);
   if (elements == 0) return;
-  gabor_kernel<<<blocks_for(elements, p.threads), p.threads, 0, stream>>>(spectrum, h, wf, first, count, scale, out);
+  Directions dir{};  // kernel parameters: indexed per orientation from the constant bank
+  for (int i = 0; i < count; ++i) orientation_direction(first + i, dir.c[i], dir.s[i]);
+  gabor_kernel<<<blocks_for(elements, p.threads), p.threads, 0, stream>>>(spectrum, h, wf, dir, count, scale, out);
   check_launch("saliency.gabor_kernel", stream);
 }
 

@@ -24,8 +24,7 @@ static_assert(static_policy(90).threads % kStatTile == 0);
 
 /// Where each of the 24 response planes lives (gabor groups are separate arrays).
 struct ResponsePlanes {
-  const float* group[kOrientations];
-  int maps_per_group;
+  const float* plane[kMaps];
 };
 
 /// frame [h, w] (u8, u16 or f32, scaled by `scale`) × Hann window → dst [h, wf] (zero column pad).

@@ -57,11 +57,10 @@ WEFT_SALIENCY_HD inline void orientation_direction(int o, float& c, float& s) {
   s = kSin[o];
 }
 
-/// Gain of the even filter G(f) + G(−f) of orientation o and band b at frequency (fy, fx), in float
-/// (the CPU float path and the CUDA kernel share it; the tests' reference is in double).
-WEFT_SALIENCY_HD inline float gabor_gain(int o, int b, float fy, float fx) {
-  float c, s;
-  orientation_direction(o, c, s);
+/// Gain of the even filter G(f) + G(−f) of direction (c, s) = (cos θ, sin θ) and band b at
+/// frequency (fy, fx), in float (the CPU float path and the CUDA kernel share it; the tests'
+/// reference is in double).
+WEFT_SALIENCY_HD inline float gabor_gain(float c, float s, int b, float fy, float fx) {
   const float f0 = static_cast<float>(kHighestFrequency) / static_cast<float>(1 << b);
   const float inv_r = 1.0f / (2.0f * (static_cast<float>(kRadialSigma) * f0) * (static_cast<float>(kRadialSigma) * f0));
   const float inv_t =
@@ -72,6 +71,12 @@ WEFT_SALIENCY_HD inline float gabor_gain(int o, int b, float fy, float fx) {
   const float em = (u + f0) * (u + f0) * inv_r + v * v * inv_t;
   // exp(−30) < 1e-13: far below float resolution of the sum, skipped.
   return (ep < 30.0f ? expf(-ep) : 0.0f) + (em < 30.0f ? expf(-em) : 0.0f);
+}
+/// The same for orientation o.
+WEFT_SALIENCY_HD inline float gabor_gain(int o, int b, float fy, float fx) {
+  float c, s;
+  orientation_direction(o, c, s);
+  return gabor_gain(c, s, b, fy, fx);
 }
 
 /// Whether (ky, kx) of an H × (W/2+1) half spectrum (W even) lies on a Nyquist line (zero gain).

@@ -1,0 +1,211 @@
+#include "frames.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <utility>
+
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/io/image.hpp"
+#include "weft/tasks/saliency/static_pathway.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::saliency_app {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_dataset_ref(const std::string& v) {
+  const auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= v.size() || v[colon + 1] != '/') return false;
+  const std::string file = v.substr(0, colon);
+  return file.ends_with(".h5") || file.ends_with(".hdf5") || file.ends_with(".he5");
+}
+
+std::string numbered(const std::string& pattern, std::int64_t i) {
+  char buf[4096];
+  std::snprintf(buf, sizeof buf, pattern.c_str(), static_cast<int>(i));
+  return buf;
+}
+
+void check_dtype(DType t, const std::string& where) {
+  if (t != DType::u8 && t != DType::u16 && t != DType::f32)
+    throw ConfigError(where + ": unsupported element type " + std::string(dtype_name(t)) + " (expected u8, u16 or f32)");
+}
+
+Array read_frame_image(const std::string& path) {
+  if (!fs::exists(path)) throw ConfigError("--input: image '" + path + "' does not exist");
+  return io::read_image(path);
+}
+
+}  // namespace
+
+FrameInput resolve_input(const std::vector<std::string>& values, std::int64_t max_frames) {
+  if (values.empty()) throw ConfigError("--input: missing (FILE.h5:/dataset, a pattern like frame%03d.png, or images)");
+  FrameInput in;
+  if (values.size() == 1 && is_dataset_ref(values[0])) {
+    in.kind = FrameInput::hdf5;
+    in.dataset = values[0];
+    const io::DatasetRef ref = io::parse_dataset_ref(values[0]);
+    if (!fs::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' does not exist");
+    io::DatasetInfo info;
+    try {
+      info = io::dataset_info(ref);
+    } catch (const IoError& e) {
+      throw ConfigError("--input " + values[0] + ": " + e.what());
+    }
+    check_dtype(info.dtype, "--input " + values[0]);
+    if (info.shape.size() == 2) info.shape.insert(info.shape.begin(), 1);
+    if (info.shape.size() != 3)
+      throw ConfigError("--input " + values[0] + ": expected a video [T,H,W] or an image [H,W], got " +
+                        std::to_string(info.shape.size()) + "D");
+    in.dtype = info.dtype;
+    in.frames = info.shape[0];
+    in.height = info.shape[1];
+    in.width = info.shape[2];
+  } else {
+    for (const std::string& v : values) {
+      std::stringstream ss(v);
+      std::string part;
+      while (std::getline(ss, part, ','))
+        if (!part.empty()) in.files.push_back(part);
+    }
+    if (in.files.size() == 1 && in.files[0].find('%') != std::string::npos) {
+      const std::string pattern = in.files[0];
+      in.files.clear();
+      std::int64_t i = fs::exists(numbered(pattern, 0)) ? 0 : 1;
+      for (; fs::exists(numbered(pattern, i)) && (max_frames <= 0 || static_cast<std::int64_t>(in.files.size()) < max_frames); ++i)
+        in.files.push_back(numbered(pattern, i));
+      if (in.files.empty()) throw ConfigError("--input " + pattern + ": no file matches the pattern (from 0 or 1)");
+    }
+    if (in.files.empty()) throw ConfigError("--input: no image given");
+    const Array first = read_frame_image(in.files[0]);
+    in.dtype = first.dtype();
+    in.frames = static_cast<std::int64_t>(in.files.size());
+    in.height = first.shape()[0];
+    in.width = first.shape()[1];
+  }
+  if (max_frames > 0) in.frames = std::min(in.frames, max_frames);
+  if (in.kind == FrameInput::images) in.files.resize(static_cast<std::size_t>(in.frames));
+  if (in.frames < 1 || in.height < 1 || in.width < 1)
+    throw ConfigError("--input: no frames (" + std::to_string(in.frames) + "x" + std::to_string(in.height) + "x" +
+                      std::to_string(in.width) + ")");
+  return in;
+}
+
+FrameSource::FrameSource(std::string name, FrameInput input) : Task(std::move(name)), input_(std::move(input)) {}
+
+void FrameSource::run(Context& ctx) {
+  if (next_ >= input_.frames) return ctx.end_stream();
+  const std::int64_t t = next_++;
+  if (input_.kind == FrameInput::images) {
+    Array f = read_frame_image(input_.files[static_cast<std::size_t>(t)]);
+    if (f.shape() != Shape(input_.height, input_.width) || f.dtype() != input_.dtype)
+      throw ConfigError("--input: image '" + input_.files[static_cast<std::size_t>(t)] + "' is " +
+                        std::string(dtype_name(f.dtype())) + " " + f.shape().str() + ", the first frame is " +
+                        std::string(dtype_name(input_.dtype)) + " " + Shape(input_.height, input_.width).str());
+    return ctx.put(out, std::move(f));
+  }
+  const Array slab = io::read_slab(io::parse_dataset_ref(input_.dataset), t, 1);
+  Array f = Array::host(slab.dtype(), Shape(input_.height, input_.width));
+  std::memcpy(f.raw(), slab.raw(), f.bytes());
+  ctx.put(out, std::move(f));
+}
+
+struct SaliencySink::Writer {
+  explicit Writer(const std::string& path) : h5(path) {}
+  io::H5Writer h5;
+};
+
+SaliencySink::SaliencySink(std::string name, SinkOptions options)
+    : Task(std::move(name)), options_(std::move(options)) {}
+SaliencySink::~SaliencySink() = default;
+
+namespace {
+
+/// Jet colour map of v in [0, 1].
+void jet(float v, float rgb[3]) {
+  auto c = [](float x) { return std::clamp(1.5f - std::abs(4.0f * x), 0.0f, 1.0f); };
+  rgb[0] = c(v - 0.75f);
+  rgb[1] = c(v - 0.5f);
+  rgb[2] = c(v - 0.25f);
+}
+
+void write_heat_map(const std::string& path, const Array& map, const Array& frame) {
+  const std::int64_t h = map.shape()[0], w = map.shape()[1];
+  const float* s = map.data<float>();
+  const float top = std::max(*std::max_element(s, s + map.size()), 1e-30f);
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(3 * h * w));
+  for (std::int64_t i = 0; i < h * w; ++i) {
+    float grey;
+    if (frame.dtype() == DType::u8) grey = frame.data<std::uint8_t>()[i] / 255.0f;
+    else if (frame.dtype() == DType::u16) grey = frame.data<std::uint16_t>()[i] / 65535.0f;
+    else grey = std::clamp(frame.data<float>()[i], 0.0f, 1.0f);
+    float c[3];
+    const float v = s[i] / top;
+    jet(v, c);
+    const float alpha = 0.6f * std::sqrt(v);  // weak saliency leaves the frame visible
+    for (int k = 0; k < 3; ++k)
+      rgb[3 * i + k] = static_cast<std::uint8_t>(std::lround(255.0f * ((1 - alpha) * grey + alpha * c[k])));
+  }
+  io::write_png_rgb(path, rgb.data(), static_cast<int>(h), static_cast<int>(w));
+}
+
+}  // namespace
+
+void SaliencySink::run(Context& ctx) {
+  Array f = ctx.take(frame);
+  Array m = ctx.take(map);
+  if (!m.memory().is_host()) m = m.to_host();
+  if (!f.memory().is_host()) f = f.to_host();
+  const std::int64_t h = f.shape()[0], w = f.shape()[1];
+  const Array cropped = saliency::crop_width(m, w);
+  const auto t = static_cast<std::int64_t>(ctx.index());
+  if (!writer_) {
+    writer_ = std::make_unique<Writer>(options_.output);
+    const std::vector<std::int64_t> chunk{1, h, w};
+    writer_->h5.create("/saliency", DType::f32, Shape(options_.frames, h, w), chunk, false);
+    if (options_.all_maps) writer_->h5.create("/static", DType::f32, Shape(options_.frames, h, w), chunk, false);
+    if (!options_.png_dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(options_.png_dir, ec);
+      if (ec) throw IoError("--png: cannot create directory '" + options_.png_dir + "': " + ec.message());
+    }
+  }
+  writer_->h5.write_slab("/saliency", t, cropped);
+  if (options_.all_maps) writer_->h5.write_slab("/static", t, cropped);
+  if (!options_.png_dir.empty()) {
+    char name[64];
+    std::snprintf(name, sizeof name, "saliency_%04lld.png", static_cast<long long>(t));
+    write_heat_map((fs::path(options_.png_dir) / name).string(), cropped, f);
+  }
+  if (t + 1 == options_.frames) {
+    writer_->h5.attribute("/", "input", options_.input);
+    writer_->h5.attribute("/", "pathway", std::string("static"));
+    writer_->h5.attribute("/saliency", "meaning",
+                          std::string("static saliency (Marat et al. 2009): Gabor energies, interactions, Itti "
+                                      "normalisation, sum; float32 [T,H,W]"));
+    writer_->h5.commit();
+  }
+}
+
+void generate_sample(const std::string& file, std::int64_t frames, std::int64_t height, std::int64_t width) {
+  Array video = Array::host(DType::u8, Shape(frames, height, width));
+  auto* p = video.data<std::uint8_t>();
+  for (std::int64_t t = 0; t < frames; ++t)
+    for (std::int64_t y = 0; y < height; ++y)
+      for (std::int64_t x = 0; x < width; ++x) {
+        double v = 0.45 + 0.1 * std::sin(0.35 * x + 0.1 * y) + 0.08 * std::cos(0.05 * (x - 2.0 * t) - 0.12 * y);
+        const double bx = width * (0.2 + 0.6 * (frames > 1 ? static_cast<double>(t) / (frames - 1) : 0.5));
+        if (std::abs(x - bx) < 2 + width / 200 && std::abs(y - height / 2.0) < height / 8.0) v = 0.95;
+        p[(t * height + y) * width + x] = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255));
+      }
+  io::H5Writer h5(file);
+  h5.write("/frames", video, {1, height, width});
+  h5.commit();
+}
+
+}  // namespace weft::saliency_app

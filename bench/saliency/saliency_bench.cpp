@@ -1,0 +1,170 @@
+// Static saliency on one GPU: frames per second at 512×512, 720×576 and 1920×1080, GPU stages
+// only and end to end through the graph (frame from host memory → pathway on gpu:0 → map back to
+// the host), with the floor = bytes the stages move per frame / measured copy bandwidth.
+// Writes bench/results/saliency.json. Target (issue 6): 720×576 ≥ 2000 frames/s end to end.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "result.hpp"
+#include "weft/cuda.hpp"
+#include "weft/exec/executor.hpp"
+#include "weft/tasks/saliency/bank.hpp"
+#include "weft/tasks/saliency/static_pathway.hpp"
+#include "weft/tasks/saliency/tasks.hpp"
+
+using namespace weft;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Device-to-device copy bandwidth (bytes read + written per second) over 512 MiB.
+double copy_bandwidth(cudaStream_t stream) {
+  const std::size_t bytes = std::size_t{1} << 29;
+  void *a = nullptr, *b = nullptr;
+  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int reps = 20;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double t = seconds_since(t0);
+  WEFT_CUDA_CHECK(cudaFree(a));
+  WEFT_CUDA_CHECK(cudaFree(b));
+  return 2.0 * static_cast<double>(bytes) * reps / t;
+}
+
+/// Bytes the GPU stages read and write per frame (each FFT counted as one read and one write,
+/// the least it can do): window (u8 in, f32 out), R2C, the bank (spectrum in, 24 spectra out),
+/// batched C2R, interactions (24 responses in, 24 maps out), normalisation (24 maps in, map out).
+double bytes_per_frame(std::int64_t h, std::int64_t w) {
+  const double wf = static_cast<double>(saliency::fft_width(w)), px = static_cast<double>(h) * wf;
+  const double spectrum = static_cast<double>(h) * (wf / 2 + 1) * 8, maps = saliency::kMaps;
+  return (static_cast<double>(h * w) + 4 * px) + (4 * px + spectrum) + (spectrum + maps * spectrum) +
+         (maps * spectrum + maps * 4 * px) + (2 * maps * 4 * px) + (maps * 4 * px + 4 * px);
+}
+
+Array textured(std::int64_t h, std::int64_t w) {
+  Array a = Array::host(DType::u8, Shape(h, w));
+  for (std::int64_t i = 0; i < h * w; ++i) a.data<std::uint8_t>()[i] = static_cast<std::uint8_t>((i * 37 + i / w * 11) % 251);
+  return a;
+}
+
+/// GPU stages only, on one stream, frame already on the GPU: seconds per frame.
+double stages_seconds(const Array& frame, int groups, int frames, cudaStream_t stream) {
+  Array d_frame = Array::device(frame.dtype(), frame.shape(), 0, stream);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(d_frame.raw(), frame.raw(), frame.bytes(), cudaMemcpyHostToDevice, stream));
+  saliency::RetinaGpu retina;
+  std::vector<std::unique_ptr<saliency::GaborGpu>> bank;
+  const int per = saliency::kOrientations / groups;
+  for (int g = 0; g < groups; ++g) bank.push_back(std::make_unique<saliency::GaborGpu>(g * per, per));
+  auto one = [&] {
+    const Array spectrum = retina.run(d_frame, 0, stream);
+    std::vector<Array> responses;
+    for (auto& b : bank) responses.push_back(b->run(spectrum, 0, stream));
+    const saliency::Interacted i = saliency::interactions_gpu(responses, 0, stream);
+    return saliency::normalize_gpu(i.maps, i.stats, 0, stream);
+  };
+  for (int i = 0; i < 10; ++i) (void)one();
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto t0 = Clock::now();
+  for (int i = 0; i < frames; ++i) (void)one();
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return seconds_since(t0) / frames;
+}
+
+class RepeatFrame final : public Task {
+ public:
+  RepeatFrame(Array frame, int frames) : Task("read"), frame_(std::move(frame)), frames_(frames) {}
+  Out<Array> out = output<Array>("out", DType::u8, 2);
+  void run(Context& ctx) override {
+    if (sent_ == frames_) return ctx.end_stream();
+    ++sent_;
+    ctx.put(out, frame_);
+  }
+
+ private:
+  Array frame_;
+  int frames_, sent_ = 0;
+};
+class Drop final : public Task {
+ public:
+  Drop() : Task("write") {}
+  In<Array> in = input<Array>("in", DType::f32, 2);
+  void run(Context& ctx) override { (void)ctx.take(in); }
+};
+
+/// Through the graph (read and write on the CPU, the pathway on gpu:0): seconds per frame.
+double graph_seconds(const Array& frame, int groups, int frames) {
+  Graph g;
+  auto& read = g.add<RepeatFrame>(frame, frames);
+  const saliency::StaticPathway path = saliency::add_static_pathway(g, groups);
+  auto& write = g.add<Drop>();
+  g.connect(read.out, path.retina->in);
+  g.connect(path.normalize->out, write.in);
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::cuda(0));
+  m.set("read", Place::host());
+  m.set("write", Place::host());
+  Executor executor;
+  auto run = executor.run(g, m);
+  run.wait();
+  return run.stats().seconds / frames;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cuda_device_count() == 0) {
+    std::printf("saliency_bench: no GPU, nothing measured\n");
+    return 0;
+  }
+  bench::Result result("saliency", argc, argv);
+  cudaStream_t stream = nullptr;
+  WEFT_CUDA_CHECK(cudaSetDevice(0));
+  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  const double bandwidth = copy_bandwidth(stream);
+  result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
+  std::printf("copy bandwidth %.0f GB/s\n", bandwidth / 1e9);
+  std::printf("%-10s %6s %10s %12s %12s %12s %8s %12s %10s\n", "size", "groups", "MB/frame", "floor us", "stages us",
+              "stages fps", "x floor", "graph fps", "runtime %");
+  nlohmann::json rows = nlohmann::json::array();
+  const std::vector<std::pair<int, int>> sizes = {{512, 512}, {576, 720}, {1080, 1920}};
+  for (auto [h, w] : sizes) {
+    const Array frame = textured(h, w);
+    const double bytes = bytes_per_frame(h, w), floor = bytes / bandwidth;
+    for (int groups : {1, 6}) {
+      const int frames = h * w > 1000000 ? 300 : 1000;
+      const double stages = stages_seconds(frame, groups, frames, stream);
+      (void)graph_seconds(frame, groups, 50);  // warm-up: plans, pools
+      const double graph = graph_seconds(frame, groups, frames);
+      const double runtime_share = graph > stages ? 1.0 - stages / graph : 0.0;
+      const std::string size = std::to_string(w) + "x" + std::to_string(h);
+      std::printf("%-10s %6d %10.1f %12.1f %12.1f %12.0f %8.2f %12.0f %10.1f\n", size.c_str(), groups, bytes / 1e6,
+                  floor * 1e6, stages * 1e6, 1.0 / stages, stages / floor, 1.0 / graph, 100 * runtime_share);
+      rows.push_back({{"size", size}, {"gabor_groups", groups}, {"bytes_per_frame", bytes}, {"floor_seconds", floor},
+                      {"stages_seconds", stages}, {"stages_fps", 1.0 / stages}, {"stages_over_floor", stages / floor},
+                      {"graph_seconds", graph}, {"graph_fps", 1.0 / graph}, {"runtime_share", runtime_share},
+                      {"frames", frames}});
+      if (h == 576 && w == 720 && groups == 6) {
+        result.target("static_720x576_graph_fps", 1.0 / graph, 2000.0, true);
+        result.target("static_720x576_stages_fps", 1.0 / stages, 2000.0, true);
+      }
+    }
+  }
+  result.metric("runs", rows);
+  result.metric("note", "stages: GPU stages only, frame resident on the GPU; graph: read (host) -> retina, gabor.*, "
+                        "interactions, normalize on gpu:0 -> write (host), default channel capacity; runtime_share = "
+                        "1 - stages/graph time per frame; floor = bytes_per_frame / copy bandwidth");
+  std::printf("wrote %s\n", result.write().c_str());
+  cudaStreamDestroy(stream);
+  return 0;
+}

@@ -1,0 +1,162 @@
+// `weft saliency` end to end: HDF5 and PNG-sequence inputs, agreement with the library, heat
+// maps, the mapping files, 1 vs 2 vs 4 ranks (CPU places), clear errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/io/image.hpp"
+#include "weft/tasks/saliency/static_pathway.hpp"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kWeft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
+const std::string kMappings = std::string(WEFT_SOURCE_DIR) + "/mapping";
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+};
+
+Outcome run(const std::string& args, const std::string& prefix = "") {
+  const fs::path log = fs::temp_directory_path() / ("weft-sal-test-" + std::to_string(::getpid()) + ".log");
+  const std::string cmd = prefix + kWeft + " saliency " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::remove(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+class SaliencyApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kWeft)) GTEST_SKIP() << "weft program not built at " << kWeft;
+    dir_ = fs::temp_directory_path() / ("weft-sal-app-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    video_ = path("video.h5");
+    const Outcome o = run("--generate-sample " + video_ + " --sample-size 64x48 --sample-frames 4");
+    ASSERT_EQ(o.code, 0) << o.output;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  /// Checks out.h5:/saliency against the library on every frame of the sample, bit for bit.
+  void expect_library_maps(const std::string& out) const {
+    const Array frames = io::read_dataset(io::parse_dataset_ref(video_ + ":/frames"));
+    const Array maps = io::read_dataset(io::parse_dataset_ref(out + ":/saliency"));
+    ASSERT_EQ(maps.shape(), Shape(4, 48, 64));
+    for (int t = 0; t < 4; ++t) {
+      Array frame = Array::host(DType::u8, Shape(48, 64));
+      std::copy_n(frames.data<std::uint8_t>() + t * 48 * 64, 48 * 64, frame.data<std::uint8_t>());
+      const Array want = saliency::static_map_cpu(frame);
+      for (std::int64_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(maps.data<float>()[t * 48 * 64 + i], want.data<float>()[i]) << out << " frame " << t << " pixel " << i;
+    }
+  }
+  fs::path dir_;
+  std::string video_;
+};
+
+TEST_F(SaliencyApp, HdfVideoMatchesTheLibrary) {
+  const Outcome o = run("--input " + video_ + ":/frames --output " + path("sal.h5") + " --devices cpu --all-maps");
+  ASSERT_EQ(o.code, 0) << o.output;
+  expect_library_maps(path("sal.h5"));
+  const auto info = io::dataset_info(io::parse_dataset_ref(path("sal.h5") + ":/static"));
+  EXPECT_EQ(info.shape, (std::vector<std::int64_t>{4, 48, 64}));
+}
+
+TEST_F(SaliencyApp, PngSequenceAndHeatMaps) {
+  const Array frames = io::read_dataset(io::parse_dataset_ref(video_ + ":/frames"));
+  for (int t = 0; t < 4; ++t) {
+    Array frame = Array::host(DType::u8, Shape(48, 64));
+    std::copy_n(frames.data<std::uint8_t>() + t * 48 * 64, 48 * 64, frame.data<std::uint8_t>());
+    char name[32];
+    std::snprintf(name, sizeof name, "frame%03d.png", t + 1);
+    io::write_png(path(name), frame);
+  }
+  const Outcome o = run("--input " + path("frame%03d.png") + " --output " + path("png.h5") + " --devices cpu --png " +
+                        path("heat"));
+  ASSERT_EQ(o.code, 0) << o.output;
+  expect_library_maps(path("png.h5"));
+  for (int t = 0; t < 4; ++t) {
+    char name[32];
+    std::snprintf(name, sizeof name, "saliency_%04d.png", t);
+    const Array rgb = io::read_image_rgb(path("heat/") + name);
+    EXPECT_EQ(rgb.shape(), Shape(48, 64, 3));
+  }
+  // A list of files is the same sequence.
+  const Outcome list = run("--input " + path("frame001.png") + "," + path("frame002.png") + " " + path("frame003.png") +
+                           " " + path("frame004.png") + " --output " + path("list.h5") + " --devices cpu");
+  ASSERT_EQ(list.code, 0) << list.output;
+  expect_library_maps(path("list.h5"));
+}
+
+TEST_F(SaliencyApp, MappingFileAndGaborGroups) {
+  const Outcome o = run("--input " + video_ + ":/frames --output " + path("map.h5") + " --mapping " + kMappings +
+                        "/saliency-cpu.yaml --gabor-groups 2");
+  ASSERT_EQ(o.code, 0) << o.output;
+  expect_library_maps(path("map.h5"));
+}
+
+TEST_F(SaliencyApp, SameMapsOnOneTwoFourRanks) {
+#if defined(WEFT_MPIEXEC)
+  for (int ranks : {1, 2, 4}) {
+    // Stages spread over the ranks, CPU places.
+    const std::string mapping = path("ranks-" + std::to_string(ranks) + ".yaml");
+    {
+      std::ofstream f(mapping);
+      f << "ranks: " << ranks << "\nplaces:\n  read: {rank: 0, device: cpu}\n  retina: {rank: " << 1 % ranks
+        << ", device: cpu}\n";
+      for (int g = 0; g < 6; ++g) f << "  gabor." << g << ": {rank: " << g % ranks << ", device: cpu}\n";
+      f << "  interactions: {rank: " << 2 % ranks << ", device: cpu}\n  normalize: {rank: " << 3 % ranks
+        << ", device: cpu}\n  write: {rank: " << ranks - 1 << ", device: cpu}\n";
+    }
+    const std::string out = path("ranks-" + std::to_string(ranks) + ".h5");
+    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --mapping " + mapping,
+                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+    ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
+    expect_library_maps(out);
+  }
+#else
+  GTEST_SKIP() << "no mpiexec";
+#endif
+}
+
+TEST_F(SaliencyApp, ClearErrors) {
+  struct Case {
+    std::string args, expect;
+  };
+  const std::string out = " --devices cpu --output " + path("bad.h5");
+  const std::vector<Case> cases = {
+      {"--input " + video_ + ":/frames --pathway dynamic", "--pathway dynamic: not implemented yet"},
+      {"--input " + video_ + ":/frames --pathway fused", "--pathway fused: not implemented yet"},
+      {"--input " + video_ + ":/frames --pathway other", "--pathway"},
+      {"--input " + path("missing.h5") + ":/frames", "does not exist"},
+      {"--input " + video_ + ":/nothing", "nothing"},
+      {"--input " + path("none%03d.png"), "no file matches"},
+      {"--input " + video_ + ":/frames --gabor-groups 4", "--gabor-groups"},
+  };
+  for (const auto& c : cases) {
+    const Outcome o = run(c.args + out);
+    EXPECT_EQ(o.code, 2) << c.args << ": " << o.output;
+    EXPECT_NE(o.output.find(c.expect), std::string::npos) << c.args << ": " << o.output;
+  }
+  EXPECT_FALSE(fs::exists(path("bad.h5")));
+}
+
+}  // namespace
+}  // namespace weft

@@ -2,6 +2,7 @@
 // Graph: read → retina (Hann window + FFT) → gabor.<g> (one per orientation group: filters +
 // inverse FFTs) → interactions → normalize (+ sum) → write (HDF5 frame by frame, heat maps).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Options {
   std::string png;
   bool all_maps = false;
   int gabor_groups = 6;
+  int farm = 0;  ///< > 0: that many replicas of the whole pathway ("static.<i>"), frames round-robin
   std::int64_t max_frames = 0;
   std::string generate_sample;
   std::string sample_size = "128x96";
@@ -30,7 +32,6 @@ struct Options {
 Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
   Graph graph;
   auto& read = graph.add<saliency_app::FrameSource>("read", input);
-  const saliency::StaticPathway path = saliency::add_static_pathway(graph, o.gabor_groups, "--gabor-groups");
   saliency_app::SinkOptions sink;
   sink.output = o.output;
   sink.png_dir = o.png;
@@ -38,8 +39,17 @@ Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
   sink.input = input.kind == saliency_app::FrameInput::hdf5 ? input.dataset : (input.files.empty() ? "" : input.files[0]);
   sink.frames = input.frames;
   auto& write = graph.add<saliency_app::SaliencySink>("write", sink);
-  graph.connect(read.out, path.retina->in);
   graph.connect(read.out, write.frame);
+  if (o.farm > 0) {
+    const Farm farm = graph.add_farm("static", o.farm, [](int i) {
+      return std::make_unique<saliency::StaticSaliency>("static." + std::to_string(i));
+    });
+    graph.connect(read.out, farm.in());
+    graph.connect(farm.out(), write.map);
+    return graph;
+  }
+  const saliency::StaticPathway path = saliency::add_static_pathway(graph, o.gabor_groups, "--gabor-groups");
+  graph.connect(read.out, path.retina->in);
   graph.connect(path.normalize->out, write.map);
   return graph;
 }
@@ -73,6 +83,8 @@ int saliency_main(int argc, char** argv) {
       ("png", po::value(&o.png), "folder for heat maps over the frames (saliency_NNNN.png)")
       ("gabor-groups", po::value(&o.gabor_groups)->default_value(6),
        "tasks the 6 orientations are split into (1, 2, 3 or 6): gabor.0 .. gabor.<G-1>")
+      ("farm", po::value(&o.farm)->default_value(0),
+       "N > 0: a frame farm of N whole-pathway tasks static.0 .. static.<N-1> (place them with --mapping)")
       ("frames", po::value(&o.max_frames)->default_value(0), "process only the first N frames (0: all)")
       ("generate-sample", po::value(&o.generate_sample), "write a sample video FILE.h5:/frames and exit")
       ("sample-size", po::value(&o.sample_size)->default_value("128x96"), "sample frame size WxH")
@@ -100,6 +112,7 @@ int saliency_main(int argc, char** argv) {
   }
   check_pathway(o.pathway);
   if (o.output.empty()) throw ConfigError("--output: missing (the HDF5 file for /saliency)");
+  if (o.farm < 0) throw ConfigError("--farm: expected N >= 0, got " + std::to_string(o.farm));
   if (o.max_frames < 0) throw ConfigError("--frames: expected N >= 0, got " + std::to_string(o.max_frames));
   const saliency_app::FrameInput input = saliency_app::resolve_input(o.input, o.max_frames);
   Graph graph = saliency_graph(o, input);
@@ -113,17 +126,22 @@ int saliency_main(int argc, char** argv) {
 }
 
 const Registrar reg{{"saliency", "visual saliency of a video (static pathway)", &saliency_main}};
-const GraphRegistrar graph{{"saliency", [] {
-                              Options o;
-                              o.output = "saliency.h5";
-                              saliency_app::FrameInput input;
-                              input.kind = saliency_app::FrameInput::hdf5;
-                              input.dataset = "video.h5:/frames";
-                              input.frames = 1;
-                              input.height = 576;
-                              input.width = 720;
-                              return saliency_graph(o, input);
-                            }}};
+/// The graph with default options (720x576 frames), for `weft mapping check`.
+Graph default_graph(int farm) {
+  Options o;
+  o.output = "saliency.h5";
+  o.farm = farm;
+  saliency_app::FrameInput input;
+  input.kind = saliency_app::FrameInput::hdf5;
+  input.dataset = "video.h5:/frames";
+  input.frames = 1;
+  input.height = 576;
+  input.width = 720;
+  return saliency_graph(o, input);
+}
+const GraphRegistrar graph{{"saliency", [] { return default_graph(0); }}};
+const GraphRegistrar farm2{{"saliency-farm2", [] { return default_graph(2); }}};
+const GraphRegistrar farm4{{"saliency-farm4", [] { return default_graph(4); }}};
 
 }  // namespace
 }  // namespace weft::cli

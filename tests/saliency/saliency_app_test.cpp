@@ -136,6 +136,29 @@ TEST_F(SaliencyApp, SameMapsOnOneTwoFourRanks) {
 #endif
 }
 
+TEST_F(SaliencyApp, FrameFarmOnOneTwoFourRanks) {
+  // Without a mapping: every replica on the CPU of rank 0.
+  const Outcome local = run("--input " + video_ + ":/frames --output " + path("farm.h5") + " --devices cpu --farm 3");
+  ASSERT_EQ(local.code, 0) << local.output;
+  expect_library_maps(path("farm.h5"));
+#if defined(WEFT_MPIEXEC)
+  for (int ranks : {1, 2, 4}) {
+    const std::string mapping = path("farm-" + std::to_string(ranks) + ".yaml");
+    {
+      std::ofstream f(mapping);
+      f << "ranks: " << ranks << "\nplaces:\n  read: {rank: 0, device: cpu}\n  write: {rank: 0, device: cpu}\n"
+        << "  static.scatter: {rank: 0, device: cpu}\n  static.gather: {rank: 0, device: cpu}\n";
+      for (int i = 0; i < 3; ++i) f << "  static." << i << ": {rank: " << i % ranks << ", device: cpu}\n";
+    }
+    const std::string out = path("farm-" + std::to_string(ranks) + ".h5");
+    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --farm 3 --mapping " + mapping,
+                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+    ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
+    expect_library_maps(out);
+  }
+#endif
+}
+
 TEST_F(SaliencyApp, ClearErrors) {
   struct Case {
     std::string args, expect;
@@ -149,6 +172,7 @@ TEST_F(SaliencyApp, ClearErrors) {
       {"--input " + video_ + ":/nothing", "nothing"},
       {"--input " + path("none%03d.png"), "no file matches"},
       {"--input " + video_ + ":/frames --gabor-groups 4", "--gabor-groups"},
+      {"--input " + video_ + ":/frames --farm -1", "--farm"},
   };
   for (const auto& c : cases) {
     const Outcome o = run(c.args + out);

@@ -45,7 +45,24 @@ void Normalize::run(Context& ctx) {
   ctx.put(out, normalize_cpu(m, s));
 }
 
+StaticSaliency::StaticSaliency(std::string name) : Task(std::move(name)) {}
+StaticSaliency::~StaticSaliency() = default;
+void StaticSaliency::run(Context& ctx) {
+  const Interacted i = interactions_cpu({gabor_cpu(retina_cpu(ctx.take(in)), 0, kOrientations)});
+  ctx.put(out, normalize_cpu(i.maps, i.stats));
+}
+
 #if defined(WEFT_HAVE_CUDA)
+bool StaticSaliency::has_cuda() const { return true; }
+void StaticSaliency::run_cuda(Context& ctx) {
+  if (!retina_) retina_ = std::make_unique<RetinaGpu>();
+  if (!bank_) bank_ = std::make_unique<GaborGpu>(0, kOrientations);
+  const int device = ctx.place().device;
+  void* stream = ctx.stream();
+  const Array spectrum = retina_->run(ctx.take(in), device, stream);
+  const Interacted i = interactions_gpu({bank_->run(spectrum, device, stream)}, device, stream);
+  ctx.put(out, normalize_gpu(i.maps, i.stats, device, stream));
+}
 bool Retina::has_cuda() const { return true; }
 void Retina::run_cuda(Context& ctx) {
   if (!gpu_) gpu_ = std::make_unique<RetinaGpu>();
@@ -69,6 +86,8 @@ void Normalize::run_cuda(Context& ctx) {
   ctx.put(out, normalize_gpu(m, s, ctx.place().device, ctx.stream()));
 }
 #else
+bool StaticSaliency::has_cuda() const { return false; }
+void StaticSaliency::run_cuda(Context& ctx) { Task::run_cuda(ctx); }
 bool Retina::has_cuda() const { return false; }
 void Retina::run_cuda(Context& ctx) { Task::run_cuda(ctx); }
 bool GaborGroup::has_cuda() const { return false; }

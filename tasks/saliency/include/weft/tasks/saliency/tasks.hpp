@@ -73,6 +73,24 @@ class Normalize final : public Task {
   void run_cuda(Context& ctx) override;
 };
 
+/// The whole static pathway as one task, frame → static map f32 [H, Wf] (same values as the staged
+/// tasks): the replica of a frame farm (Graph::add_farm), one frame per replica at a time.
+class StaticSaliency final : public Task {
+ public:
+  explicit StaticSaliency(std::string name);
+  ~StaticSaliency() override;
+  In<Array> in = input<Array>("in", std::nullopt, 2);
+  Out<Array> out = output<Array>("out", DType::f32, 2);
+  void run(Context& ctx) override;
+  [[nodiscard]] bool has_cuda() const override;
+  void run_cuda(Context& ctx) override;
+  [[nodiscard]] double cost_hint() const override { return 30.0; }
+
+ private:
+  std::unique_ptr<RetinaGpu> retina_;
+  std::unique_ptr<GaborGpu> bank_;
+};
+
 /// The static pathway's tasks added to a graph, named retina, gabor.<g>, interactions, normalize.
 struct StaticPathway {
   Retina* retina = nullptr;

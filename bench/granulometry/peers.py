@@ -26,8 +26,10 @@ def openings(nd, xp, mask, element, n):
     """Opening of `mask` by the element of size n with the ndimage module `nd` over array module `xp`."""
     if element in ("octahedron", "cube"):
         structure = nd.generate_binary_structure(3, 1 if element == "octahedron" else 3)
-        eroded = nd.binary_erosion(mask, structure=structure, iterations=n, border_value=1)
-        return nd.binary_dilation(eroded, structure=structure, iterations=n, border_value=0)
+        # CuPy implements iterated erosions only with brute_force=True (same result).
+        kw = {} if xp is np else {"brute_force": True}
+        eroded = nd.binary_erosion(mask, structure=structure, iterations=n, border_value=1, **kw)
+        return nd.binary_dilation(eroded, structure=structure, iterations=n, border_value=0, **kw)
     # Ball: erosion = squared distance to background > n², dilation = distance to eroded ≤ n.
     d = nd.distance_transform_edt(mask)
     eroded = xp.rint(d * d) > n * n

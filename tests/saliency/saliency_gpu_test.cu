@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "frames.hpp"
 #include "weft/cuda.hpp"
+#include "weft/exec/executor.hpp"
 #include "weft/graph/graph.hpp"
+#include "weft/tasks/saliency/tasks.hpp"
 #include "weft/tasks/saliency/bank.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"
 
@@ -123,6 +126,92 @@ TEST(StaticGpuPopOut, OddBarPopsOut) {
   EXPECT_LE(std::abs(best / 128 - odd.y), 6);
   EXPECT_LE(std::abs(best % 128 - odd.x), 6);
   cudaStreamDestroy(stream);
+}
+
+constexpr int kGraphFrames = 6;
+
+class Frames final : public Task {
+ public:
+  Frames(std::int64_t h, std::int64_t w) : Task("read"), h_(h), w_(w) {}
+  Out<Array> out = output<Array>("out", DType::u8, 2);
+  void run(Context& ctx) override {
+    if (next_ == kGraphFrames) return ctx.end_stream();
+    ctx.put(out, test::textured_frame(h_, w_, next_++));
+  }
+
+ private:
+  std::int64_t h_, w_;
+  int next_ = 0;
+};
+class Collect final : public Task {
+ public:
+  explicit Collect(std::shared_ptr<std::vector<Array>> maps) : Task("write"), maps_(std::move(maps)) {}
+  In<Array> in = input<Array>("in", DType::f32, 2);
+  void run(Context& ctx) override { maps_->push_back(ctx.take(in)); }
+
+ private:
+  std::shared_ptr<std::vector<Array>> maps_;
+};
+
+/// Same criterion as WholePathwayMatchesTheCpuPath, frame by frame.
+void expect_close_to_cpu(const std::vector<Array>& maps, std::int64_t h, std::int64_t w) {
+  ASSERT_EQ(maps.size(), static_cast<std::size_t>(kGraphFrames));
+  for (int t = 0; t < kGraphFrames; ++t) {
+    const Array cpu = static_map_cpu(test::textured_frame(h, w, t));
+    const Array got = crop_width(maps[t].memory().is_host() ? maps[t] : maps[t].to_host(), w);
+    const float* a = got.data<float>();
+    const float* b = cpu.data<float>();
+    const float top = *std::max_element(b, b + cpu.size());
+    int off = 0;
+    for (std::int64_t i = 0; i < cpu.size(); ++i) off += std::abs(a[i] - b[i]) > 1e-3f * top;
+    EXPECT_LE(off, cpu.size() / 200) << "frame " << t << ": " << off << " pixels differ";
+  }
+}
+
+TEST(StaticGpuGraph, StagedTasksOnTheGpuMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr std::int64_t kH = 72, kW = 90;
+  for (int groups : {1, 3, 6}) {
+    Graph g;
+    auto& read = g.add<Frames>(kH, kW);
+    const StaticPathway path = add_static_pathway(g, groups);
+    auto maps = std::make_shared<std::vector<Array>>();
+    auto& sink = g.add<Collect>(maps);
+    g.connect(read.out, path.retina->in);
+    g.connect(path.normalize->out, sink.in);
+    Mapping m;
+    int gpus = 0;
+    cudaGetDeviceCount(&gpus);
+    for (const auto& t : g.tasks()) m.set(t->name(), Place::cuda(0));
+    // With two GPUs, every other Gabor group on the second one (peer copies).
+    for (int i = 0; i < groups; ++i) m.set("gabor." + std::to_string(i), Place::cuda(gpus > 1 ? i % 2 : 0));
+    m.set("read", Place::host());
+    m.set("write", Place::host());
+    Executor executor;
+    executor.run(g, m).wait();
+    expect_close_to_cpu(*maps, kH, kW);
+  }
+}
+
+TEST(StaticGpuGraph, FrameFarmOnTheGpusMatchesTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr std::int64_t kH = 64, kW = 80;
+  int gpus = 0;
+  cudaGetDeviceCount(&gpus);
+  Graph g;
+  auto& read = g.add<Frames>(kH, kW);
+  const Farm farm = g.add_farm("static", 2, [](int i) { return std::make_unique<StaticSaliency>("static." + std::to_string(i)); });
+  auto maps = std::make_shared<std::vector<Array>>();
+  auto& sink = g.add<Collect>(maps);
+  g.connect(read.out, farm.in());
+  g.connect(farm.out(), sink.in);
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::host());
+  m.set("static.0", Place::cuda(0));
+  m.set("static.1", Place::cuda(gpus > 1 ? 1 : 0));
+  Executor executor;
+  executor.run(g, m).wait();
+  expect_close_to_cpu(*maps, kH, kW);
 }
 
 }  // namespace

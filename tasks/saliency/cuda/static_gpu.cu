@@ -41,17 +41,9 @@ __device__ void gabor_element(const float2* __restrict__ spectrum, std::int64_t 
     }
 }
 
-/// Reduces v (one per thread) over the block with `op`; the result is valid in thread 0.
-template <class Op> __device__ float block_reduce(float v, float* scratch, Op op) {
+/// Reduces v over the warp with `op`; the result is valid in lane 0.
+template <class Op> __device__ float warp_reduce(float v, Op op) {
   for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? scratch[lane] : scratch[0];
-    for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
-  }
   return v;
 }
 struct Min {
@@ -64,7 +56,8 @@ struct Max {
 /// One kStatTile × kStatTile tile per block: interacted energies of its pixels, and per map the
 /// tile's min and max (partials[tile][map] = {min, max}).
 __device__ void interactions_tile(const ResponsePlanes& planes, std::int64_t h, std::int64_t w,
-                                  float* __restrict__ maps, float* __restrict__ partials, float* scratch) {
+                                  float* __restrict__ maps, float* __restrict__ partials,
+                                  float (*scratch)[2 * kMaps]) {
   float lo[kMaps], hi[kMaps];
 #pragma unroll
   for (int k = 0; k < kMaps; ++k) {
@@ -95,15 +88,24 @@ __device__ void interactions_tile(const ResponsePlanes& planes, std::int64_t h, 
         hi[k] = fmaxf(hi[k], v);
       }
   }
-  const std::int64_t tile = static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+  // Warps reduce their 48 values with shuffles, then 48 threads combine the warps: one barrier.
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
   for (int k = 0; k < kMaps; ++k) {
-    const float a = block_reduce(lo[k], scratch, Min{});
-    const float b = block_reduce(hi[k], scratch, Max{});
-    if (threadIdx.x == 0) {
-      partials[(tile * kMaps + k) * 2] = a;
-      partials[(tile * kMaps + k) * 2 + 1] = b;
+    const float a = warp_reduce(lo[k], Min{});
+    const float b = warp_reduce(hi[k], Max{});
+    if (lane == 0) {
+      scratch[warp][2 * k] = a;
+      scratch[warp][2 * k + 1] = b;
     }
+  }
+  __syncthreads();
+  if (threadIdx.x < 2 * kMaps) {
+    const int j = threadIdx.x;
+    float v = scratch[0][j];
+    for (int i = 1; i < static_cast<int>(blockDim.x / 32); ++i) v = j % 2 == 0 ? fminf(v, scratch[i][j]) : fmaxf(v, scratch[i][j]);
+    const std::int64_t tile = static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    partials[tile * 2 * kMaps + j] = v;
   }
 }
 
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(kMaxThreads) gabor_kernel(const float2* spectr
 }
 __global__ void __launch_bounds__(kMaxThreads) interactions_kernel(ResponsePlanes planes, std::int64_t h,
                                                                   std::int64_t w, float* maps, float* partials) {
-  __shared__ float scratch[kMaxThreads / 32];
+  __shared__ float scratch[kMaxThreads / 32][2 * kMaps];
   interactions_tile(planes, h, w, maps, partials, scratch);
 }
 __global__ void __launch_bounds__(kMaxThreads) stats_kernel(const float* partials, std::int64_t tiles, double* stats) {

@@ -21,6 +21,7 @@ inline constexpr int kMaxThreads = 256;
 static_assert(static_policy(90).threads <= kMaxThreads && static_policy(90).threads >= 32 &&
               (static_policy(90).threads & (static_policy(90).threads - 1)) == 0);
 static_assert(static_policy(90).threads % kStatTile == 0);
+static_assert(static_policy(90).threads >= 2 * kMaps);  // one thread per (map, min/max) combines the warps
 
 /// Where each of the 24 response planes lives (gabor groups are separate arrays).
 struct ResponsePlanes {

@@ -102,13 +102,14 @@ WEFT_SALIENCY_HD inline float interact(const float* e, int o, int b) {
 
 /// Per-map normalisation constants from the interacted map's min, max and m̄ (mean of the other
 /// local maxima).
+/// Trivial (no member initialisers) so that kernels can hold it in shared memory.
 struct MapNorm {
-  float min = 0;
-  float inv_range = 0;  ///< 1 / (max − min), 0 for a constant map (which then contributes nothing)
-  float weight = 0;     ///< Itti's (1 − normalised m̄)²
+  float min;
+  float inv_range;  ///< 1 / (max − min), 0 for a constant map (which then contributes nothing)
+  float weight;     ///< Itti's (1 − normalised m̄)²
 };
 WEFT_SALIENCY_HD inline MapNorm map_norm(double min, double max, double mean) {
-  MapNorm n;
+  MapNorm n{0.0f, 0.0f, 0.0f};
   if (!(max > min)) return n;
   n.min = static_cast<float>(min);
   n.inv_range = static_cast<float>(1.0 / (max - min));

@@ -104,7 +104,9 @@ TEST_P(StaticGpu, WholePathwayMatchesTheCpuPath) {
   int off = 0;
   for (std::int64_t i = 0; i < cpu.size(); ++i) off += std::abs(a[i] - b[i]) > 1e-3f * top;
   EXPECT_LE(off, cpu.size() / 200) << off << " pixels differ";
-  EXPECT_EQ(std::max_element(a, a + map.size()) - a, std::max_element(b, b + cpu.size()) - b);
+  // The GPU map's maximum is where the CPU map's is, up to near-ties.
+  const auto best = std::max_element(a, a + map.size()) - a;
+  EXPECT_NEAR(b[best], top, 1e-3f * top);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, StaticGpu,

@@ -76,7 +76,9 @@ Array RetinaGpu::run(const Array& frame, int device, void* stream) {
   if (h * wf == 0) return spectrum;
   if (!plan_->matches(device, h, wf, 1)) {
     plan_->reset();
-    WEFT_SALIENCY_CUFFT(cufftPlan2d(&plan_->handle, static_cast<int>(h), static_cast<int>(wf), CUFFT_R2C));
+    // A single row is a 1D transform (cuFFT's 2D plans want both extents above 1).
+    if (h == 1) WEFT_SALIENCY_CUFFT(cufftPlan1d(&plan_->handle, static_cast<int>(wf), CUFFT_R2C, 1));
+    else WEFT_SALIENCY_CUFFT(cufftPlan2d(&plan_->handle, static_cast<int>(h), static_cast<int>(wf), CUFFT_R2C));
     plan_->valid = true;
     plan_->device = device;
     plan_->h = h;
@@ -113,11 +115,14 @@ Array GaborGpu::run(const Array& spectrum, int device, void* stream) {
                        1.0f / static_cast<float>(h * wf), static_cast<float2*>(filtered.raw()), s);
   if (!plan_->matches(device, h, wf, batch)) {
     plan_->reset();
+    // A single row is a batch of 1D transforms (cuFFT's 2D plans want both extents above 1).
+    const int rank = h == 1 ? 1 : 2;
     int n[2] = {static_cast<int>(h), static_cast<int>(wf)};
     int inembed[2] = {static_cast<int>(h), static_cast<int>(wc)};
     int onembed[2] = {static_cast<int>(h), static_cast<int>(wf)};
-    WEFT_SALIENCY_CUFFT(cufftPlanMany(&plan_->handle, 2, n, inembed, 1, static_cast<int>(h * wc), onembed, 1,
-                                      static_cast<int>(h * wf), CUFFT_C2R, batch));
+    const int skip = 2 - rank;
+    WEFT_SALIENCY_CUFFT(cufftPlanMany(&plan_->handle, rank, n + skip, inembed + skip, 1, static_cast<int>(h * wc),
+                                      onembed + skip, 1, static_cast<int>(h * wf), CUFFT_C2R, batch));
     plan_->valid = true;
     plan_->device = device;
     plan_->h = h;

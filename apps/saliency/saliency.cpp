@@ -93,7 +93,7 @@ int saliency_main(int argc, char** argv) {
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm,
              "usage: weft saliency --input video.h5:/frames --output sal.h5 [--pathway static] [--png DIR]\n"
-             "                     [--all-maps] [--gabor-groups 1|2|3|6] [--devices cpu|gpu|all] [--mapping FILE]\n"
+             "                     [--all-maps] [--gabor-groups 1|2|3|6 | --farm N] [--devices cpu|gpu|all] [--mapping FILE]\n"
              "       weft saliency --generate-sample video.h5 [--sample-size 720x576] [--sample-frames 8]\n"
              "Static visual saliency (Marat et al. 2009): Gabor bank in the frequency domain, short-range\n"
              "interactions, Itti normalisation, sum."))

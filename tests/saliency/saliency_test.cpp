@@ -134,6 +134,25 @@ TEST(StaticPathway, OddBarPopsOut) {
   }
 }
 
+TEST(StaticPathway, GreyLevelTypesAreScaledToOneRange) {
+  // u8 v, u16 257·v and f32 v/255 are the same grey levels: the same map up to float rounding.
+  const Array u8 = test::textured_frame(36, 44, 4);
+  Array u16 = Array::host(DType::u16, u8.shape()), f32 = Array::host(DType::f32, u8.shape());
+  for (std::int64_t i = 0; i < u8.size(); ++i) {
+    u16.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(257 * u8.data<std::uint8_t>()[i]);
+    f32.data<float>()[i] = static_cast<float>(u8.data<std::uint8_t>()[i] / 255.0);
+  }
+  const Array a = static_map_cpu(u8);
+  const float* pa = a.data<float>();
+  const float top = *std::max_element(pa, pa + a.size());
+  for (const Array& other : {u16, f32}) {
+    const Array b = static_map_cpu(other);
+    int off = 0;
+    for (std::int64_t i = 0; i < a.size(); ++i) off += std::abs(pa[i] - b.data<float>()[i]) > 1e-4f * top;
+    EXPECT_LE(off, a.size() / 100) << dtype_name(other.dtype());
+  }
+}
+
 TEST(StaticPathway, RejectsBadInput) {
   EXPECT_THROW((void)retina_cpu(Array::host(DType::f64, Shape(4, 4))), ConfigError);
   EXPECT_THROW((void)retina_cpu(Array::host(DType::u8, Shape(2, 4, 4))), ConfigError);

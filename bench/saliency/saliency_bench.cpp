@@ -117,7 +117,7 @@ struct GraphTiming {
 
 /// Through the graph (read and write on the CPU, the pathway on gpu:0): staged tasks with `groups`
 /// Gabor groups, or (groups = 0) a frame farm of two whole-pathway tasks on the same GPU.
-GraphTiming graph_seconds(const Array& frame, int groups, int frames) {
+GraphTiming graph_seconds(const Array& frame, int groups, int frames, bool on_cpu = false) {
   Graph g;
   auto& read = g.add<RepeatFrame>(frame, frames);
   auto arrivals = std::make_shared<std::vector<Clock::time_point>>();
@@ -134,7 +134,7 @@ GraphTiming graph_seconds(const Array& frame, int groups, int frames) {
     g.connect(farm.out(), write.in);
   }
   Mapping m;
-  for (const auto& t : g.tasks()) m.set(t->name(), Place::cuda(0));
+  for (const auto& t : g.tasks()) m.set(t->name(), on_cpu ? Place::host() : Place::cuda(0));
   m.set("read", Place::host());
   m.set("write", Place::host());
   if (groups == 0) {
@@ -154,6 +154,16 @@ GraphTiming graph_seconds(const Array& frame, int groups, int frames) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--cpu-smoke") {
+    // The graph part on CPU places at a small size: checks the harness without a GPU; writes nothing.
+    const Array frame = textured(96, 128);
+    for (int groups : {1, 6, 0}) {
+      const GraphTiming t = graph_seconds(frame, groups, 20, true);
+      std::printf("cpu smoke 128x96 groups %d: %.1f frames/s steady, %.1f with start-up\n", groups, 1.0 / t.steady,
+                  1.0 / t.total);
+    }
+    return 0;
+  }
   if (cuda_device_count() == 0) {
     std::printf("saliency_bench: no GPU, nothing measured\n");
     return 0;

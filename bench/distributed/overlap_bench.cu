@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
 #endif
 
   bench::Result result("overlap", argc, argv);
-  std::vector<int> sweep = {1, 100, 200, 400, 800, 1600};
+  std::vector<int> sweep = {1, 200, 800, 1600, 1800, 2400, 3200, 6400};
   nlohmann::json points = nlohmann::json::array();
   double worst_ratio = 0, best_speedup_fraction = 0;
   if (env.rank() == 0)

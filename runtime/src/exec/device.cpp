@@ -50,6 +50,11 @@ DeviceState& state(int device) {
     WEFT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
     std::uint64_t threshold = UINT64_MAX;
     WEFT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    // Never let an allocation on one stream wait for a free on another (the pool would insert
+    // that dependency and serialise the next token's copy behind the last token's kernel):
+    // reuse memory only once its free has completed, else grow the pool.
+    int no = 0;
+    WEFT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
   });
   return s;
 }

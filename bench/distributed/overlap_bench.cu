@@ -33,7 +33,9 @@ __global__ void increment_kernel(float* __restrict__ y, const float* __restrict_
 }
 
 void launch_increment(float* y, const float* x, std::int64_t n, int loops, cudaStream_t s) {
-  increment_kernel<<<132 * 8, 256, 0, s>>>(y, x, n, loops);
+  // One element per thread: many short blocks, so that communication kernels (NCCL) and other
+  // streams' work can take SMs between them instead of waiting for the whole kernel.
+  increment_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(y, x, n, loops);
   check_launch("increment_kernel", s);
 }
 

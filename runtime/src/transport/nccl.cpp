@@ -52,7 +52,11 @@ void nccl_init(MPI_Comm comm, int device) {
   if (rc != MPI_SUCCESS) throw MpiError("MPI_Bcast of the NCCL id failed", rc);
   WEFT_CUDA_CHECK(cudaSetDevice(device));
   check_nccl(ncclCommInitRank(&s.comm, size, id, rank), "ncclCommInitRank");
-  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  // High priority: NCCL's kernels need SMs, and should get them as soon as a block of a long
+  // compute kernel retires rather than after the whole kernel.
+  int lowest = 0, highest = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, highest));
   s.device = device;
 }
 

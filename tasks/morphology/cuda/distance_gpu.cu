@@ -4,10 +4,12 @@
 // traffic), cubes as three separable window passes without envelope stacks.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <string>
 
 #include "distance_gpu.cuh"
 #include "weft/cuda.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/util/error.hpp"
 
 namespace weft::morphology::cuda {
 namespace device {
@@ -101,6 +103,54 @@ __device__ __forceinline__ void column_line(T* line, std::int64_t stride, int n,
   }
 }
 
+/// One tile of a windowed parabola pass: kWindowX lines (consecutive x) × kTile outputs along
+/// them. The window rows [first, first + kTile + 2w) are staged in shared memory (positions
+/// outside the line read as "no seed"); a tile whose inputs are all > r writes r + 1 without
+/// computing. Each thread keeps kWindowItems running minima in registers.
+template <class Policy>
+__device__ void parabola_window_tile(const std::uint16_t* in, std::uint16_t* out, std::int64_t base, bool x_in,
+                                     std::int64_t stride, int length, int tile_first, int w, int r,
+                                     std::uint16_t* window) {
+  constexpr int kItems = Policy::kWindowItems;
+  constexpr int kWidth = Policy::kWindowX;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int first = tile_first - w;  // line position of window row 0
+  const int rows = Policy::kWindowY * kItems + 2 * w;
+  int near = 0;
+  for (int row = ty; row < rows; row += Policy::kWindowY) {
+    const int p = first + row;
+    std::uint16_t v = 0xFFFF;
+    if (x_in && p >= 0 && p < length) v = in[base + p * stride];
+    window[row * kWidth + tx] = v;
+    near |= static_cast<int>(v) <= r;
+  }
+  const bool any = __syncthreads_or(near) != 0;
+  int acc[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) acc[k] = r + 1;
+  if (any) {
+    // Output k of this thread sits at window row ty·kItems + k + w; offset d reads row + d.
+    const std::uint16_t* column = window + (ty * kItems) * kWidth + tx;
+    for (int d = -w; d <= w; ++d) {
+      const int dd = d * d;
+      const std::uint16_t* at = column + (d + w) * kWidth;
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int v = static_cast<int>(at[k * kWidth]) + dd;
+        acc[k] = v < acc[k] ? v : acc[k];
+      }
+    }
+  }
+  if (x_in) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int p = tile_first + ty * kItems + k;
+      if (p < length) out[base + p * stride] = static_cast<std::uint16_t>(acc[k]);
+    }
+  }
+  __syncthreads();  // the next tile overwrites the window
+}
+
 }  // namespace device
 
 namespace {
@@ -125,6 +175,28 @@ __global__ __launch_bounds__(Policy::kColumnThreads) void column_distance_kernel
   for (std::int64_t l = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; l < lines;
        l += std::int64_t(gridDim.x) * blockDim.x)
     device::column_line<Op>(f + (l / inner) * outer + l % inner, stride, n, inf, r, stacks, l, lines);
+}
+
+/// Windowed parabola pass over the lines of one axis: tiles (x tile, line tile, outer index), one
+/// per block iteration; element (o, p, x) at o·outer_stride + p·stride + x.
+template <class Policy>
+__global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void parabola_window_kernel(
+    const std::uint16_t* in, std::uint16_t* out, std::int64_t x_size, std::int64_t outer_count,
+    std::int64_t outer_stride, std::int64_t stride, int length, int w, int r) {
+  constexpr int kTile = Policy::kWindowY * Policy::kWindowItems;
+  extern __shared__ std::uint16_t window[];  // (kTile + 2w) rows of kWindowX values
+  const std::int64_t x_tiles = (x_size + Policy::kWindowX - 1) / Policy::kWindowX;
+  const std::int64_t line_tiles = (length + kTile - 1) / kTile;
+  const std::int64_t tiles = x_tiles * line_tiles * outer_count;
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const std::int64_t xt = t % x_tiles;
+    const std::int64_t rest = t / x_tiles;
+    const int lt = static_cast<int>(rest % line_tiles);
+    const std::int64_t o = rest / line_tiles;
+    const std::int64_t x = xt * Policy::kWindowX + threadIdx.x;
+    device::parabola_window_tile<Policy>(in, out, o * outer_stride + x, x < x_size, stride, length, lt * kTile, w,
+                                         r, window);
+  }
 }
 
 template <class Policy, class T>
@@ -205,6 +277,25 @@ void launch_rows(const SeedRule& seeds, T* f, const VolumeDims& d, bool squared,
 
 }  // namespace
 
+void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& d, int axis,
+                            std::int64_t r, cudaStream_t stream) {
+  using P = DistancePolicy;
+  if (r < 0 || r >= 0xFFFF) throw ConfigError("parabola window: r must be in [0, 65535), got " + std::to_string(r));
+  int w = 0;  // ⌊√r⌋, exactly
+  while (std::int64_t(w + 1) * (w + 1) <= r) ++w;
+  const std::int64_t outer_count = axis == 1 ? d.z : d.y;
+  const std::int64_t outer_stride = axis == 1 ? d.y * d.x : d.x;
+  const std::int64_t stride = axis == 1 ? d.x : d.y * d.x;
+  const int length = static_cast<int>(axis == 1 ? d.y : d.z);
+  constexpr int kTile = P::kWindowY * P::kWindowItems;
+  const std::int64_t tiles =
+      ((d.x + P::kWindowX - 1) / P::kWindowX) * ((length + kTile - 1) / kTile) * outer_count;
+  const std::size_t shared = static_cast<std::size_t>(kTile + 2 * w) * P::kWindowX * sizeof(std::uint16_t);
+  parabola_window_kernel<P><<<grid_for(tiles, 1), dim3(P::kWindowX, P::kWindowY), shared, stream>>>(
+      in, out, d.x, outer_count, outer_stride, stride, length, w, static_cast<int>(r));
+  check_launch(axis == 1 ? "parabola_window_kernel(y)" : "parabola_window_kernel(z)", stream);
+}
+
 void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int32_t* stacks, const VolumeDims& d,
                                Element element, cudaStream_t stream) {
   if (d.voxels() == 0) return;
@@ -229,12 +320,14 @@ void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* wo
     launch_distance_transform(seeds, f, stacks, d, element, stream);
     count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
   } else if (element == Element::ball) {
-    // Only squared distances ≤ r matter, so u16 values and u16 envelope stacks (positions < 65536)
-    // give the same threshold with half the traffic.
+    // Only squared distances ≤ r = n² matter, so u16 values, and the y and z passes need only the
+    // offsets |d| ≤ n: windowed minima in shared memory (no envelope stacks, no divergence),
+    // ping-ponging between the two u16 halves of `work`.
     auto* f = static_cast<std::uint16_t*>(work);
+    auto* g = f + d.voxels();
     launch_rows<std::uint16_t>(seeds, f, d, true, kInf, stream);
-    for (int axis = 1; axis >= 0; --axis)
-      launch_column<LineOp::parabola, std::uint16_t>(f, d, axis, kInf, r, stacks, stream);
+    launch_parabola_window(f, g, d, 1, r, stream);
+    launch_parabola_window(g, f, d, 0, r, stream);
     count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
   } else {
     auto* f = static_cast<std::uint16_t*>(work);

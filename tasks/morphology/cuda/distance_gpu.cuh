@@ -16,6 +16,12 @@ struct DistancePolicy {
   static constexpr int kRowItems = 4;        // items per thread per tile (tile = 1024 voxels)
   static constexpr int kColumnThreads = 128; // one thread per y- or z-line
   static constexpr int kReduceThreads = 256;
+  // Windowed parabola passes of the ball openings: a block is kWindowX consecutive x (one warp
+  // wide) by kWindowY warps, each thread kWindowItems consecutive outputs along the line.
+  static constexpr int kWindowX = 32;
+  static constexpr int kWindowY = 8;
+  static constexpr int kWindowItems = 8;
+  static_assert(kWindowX == 32, "one warp per line row of the window tile");
   static_assert(kRowThreads % 32 == 0 && kColumnThreads % 32 == 0 && kReduceThreads % 32 == 0);
 };
 
@@ -42,6 +48,13 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream);
+
+/// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
+/// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.
+/// Exact wherever the full transform is ≤ r (its minimiser is within w); > r exactly elsewhere.
+/// `in` and `out` are distinct u16 volumes; r < 65535.
+void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& dims, int axis,
+                            std::int64_t r, cudaStream_t stream);
 
 /// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
 void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,

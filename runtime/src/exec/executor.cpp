@@ -383,7 +383,9 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   run.mapping = mapping;
   const Environment* env = Environment::current();
   run.rank = env ? env->rank() : 0;
-  if (!options_.trace_file.empty()) run.trace.enable();
+  if (run.options.trace_file.empty())  // WEFT_TRACE=FILE traces every run of a program
+    if (const char* t = std::getenv("WEFT_TRACE"); t && *t) run.options.trace_file = t;
+  if (!run.options.trace_file.empty()) run.trace.enable();
 
   // Edges between GPUs of different ranks go through NCCL where it can carry them; every rank
   // makes the same choice from the same graph, mapping and cluster.

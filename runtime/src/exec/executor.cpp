@@ -384,7 +384,12 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   const Environment* env = Environment::current();
   run.rank = env ? env->rank() : 0;
   if (run.options.trace_file.empty())  // WEFT_TRACE=FILE traces every run of a program
-    if (const char* t = std::getenv("WEFT_TRACE"); t && *t) run.options.trace_file = t;
+    if (const char* t = std::getenv("WEFT_TRACE"); t && *t) {
+      static std::atomic<int> runs{0};
+      run.options.trace_file = t;  // a '%' in the name becomes the run's number
+      if (auto pct = run.options.trace_file.find('%'); pct != std::string::npos)
+        run.options.trace_file.replace(pct, 1, std::to_string(runs++));
+    }
   if (!run.options.trace_file.empty()) run.trace.enable();
 
   // Edges between GPUs of different ranks go through NCCL where it can carry them; every rank

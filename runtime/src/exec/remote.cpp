@@ -204,10 +204,13 @@ struct RemoteLinks::Impl {
           if ((!control_left && !queued) || ++drain_loops > 200000) break;
         }
       }
+      // Poll without sleeping while messages are in flight where cores are plenty (a sleep adds
+      // its length to every hop of every token); back off when idle or on small machines.
+      static const bool plenty = std::thread::hardware_concurrency() >= 8;
       if (any) {
         idle = 0;
-      } else if (++idle > 2000) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      } else if (++idle > 2000 && !(plenty && !active.empty())) {
+        std::this_thread::sleep_for(std::chrono::microseconds(idle > 20000 ? 50 : 5));
       } else {
         std::this_thread::yield();
       }

@@ -21,7 +21,12 @@ struct DistancePolicy {
   static constexpr int kWindowX = 32;
   static constexpr int kWindowY = 8;
   static constexpr int kWindowItems = 8;
+  // Packed (u16x2) windows up to this radius: shared (64 + 2·150 + 8) rows × 128 B < 48 KiB, and
+  // r + 1 + (w + 7)² < 65536.
+  static constexpr int kPackedMaxRadius = 150;
   static_assert(kWindowX == 32, "one warp per line row of the window tile");
+  static_assert((kPackedMaxRadius + 1) * (kPackedMaxRadius + 1) + (kPackedMaxRadius + 7) * (kPackedMaxRadius + 7) <
+                65536);
   static_assert(kRowThreads % 32 == 0 && kColumnThreads % 32 == 0 && kReduceThreads % 32 == 0);
 };
 

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,25 @@ TEST_F(FiltersGpu, Median2DIsExact) {
           for (std::int64_t i = 0; i < in.size(); ++i)
             ASSERT_EQ(get(out, i), ref[i]) << describe(in, size, b) << " at " << i;
         }
+}
+
+// The packed u8/u16 3×3 and 5×5 kernel (strips of 16 bytes × 4 or 2 rows, blocks of 32 × 4 strips):
+// widths whose rows are 16-byte aligned take the vector path inside and the gathering path at the
+// edges; heights sweep a block of strips (16 and 8 rows) ±1; 4-level images make ties frequent.
+TEST_F(FiltersGpu, PackedMedianIsExactOnAlignedWidths) {
+  std::uint32_t seed = 200;
+  for (DType t : {DType::u8, DType::u16})
+    for (const Shape& s : {Shape(1, 64), Shape(7, 48), Shape(15, 80), Shape(16, 512), Shape(17, 528),
+                           Shape(33, 1040), Shape(9, 4096)})
+      for (int size : {3, 5})
+        for (Border b : kBorders)
+          for (double range : {4.0, 65536.0}) {
+            const Array in = test::random_array(t, s, t == DType::u8 ? std::min(range, 256.0) : range, seed++);
+            const Array out = to_host(gpu::median(to_device(in), size, b, stream_));
+            const std::vector<double> ref = test::median_reference(in, size, b);
+            for (std::int64_t i = 0; i < in.size(); ++i)
+              ASSERT_EQ(get(out, i), ref[i]) << describe(in, size, b) << " at " << i;
+          }
 }
 
 TEST_F(FiltersGpu, Median3DIsExact) {

@@ -8,17 +8,22 @@
 
 namespace weft::filters::device {
 
-/// slices × ny × nx elements, row-major.
-struct Extent {
-  long long slices, ny, nx;
-};
-
 /// Median tiles: each block covers block_x × (block_y · rows_per_thread) outputs of one slice.
 /// Chosen for correctness first (bench/results/filters.json not yet run on a GPU); retune there.
+/// Packed u8/u16 3×3 and 5×5 (packed_median.hpp): each thread one strip of 16 bytes ×
+/// packed_rows_3 (or _5) rows, blocks of packed_block_x × packed_block_y strips. Chosen by
+/// counting (not yet measured): a warp reads 512 contiguous bytes per row; 4 rows per 3×3 strip
+/// (two row pairs) re-reads 6/4 rows from L1/L2 but leaves 2048² u8 with 64 K threads; packed =
+/// false selects the tile kernel above for every type.
 struct MedianPolicy {
   int block_x = 32;
   int block_y = 8;
   int rows_per_thread = 2;
+  bool packed = true;
+  int packed_block_x = 32;
+  int packed_block_y = 4;
+  int packed_rows_3 = 4;
+  int packed_rows_5 = 2;
 };
 /// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
 /// memory, each thread keeping rows_per_thread accumulators (register blocking).
@@ -39,6 +44,8 @@ struct SeparablePolicy {
 [[nodiscard]] constexpr SeparablePolicy separable_policy(int /*compute_capability*/) { return {}; }
 inline constexpr int kMaxThreads = 256;
 static_assert(median_policy(90).block_x * median_policy(90).block_y <= kMaxThreads);
+static_assert(median_policy(90).packed_block_x * median_policy(90).packed_block_y <= kMaxThreads);
+static_assert(median_policy(90).packed_rows_3 % 2 == 0, "3×3 strips take rows in pairs");
 static_assert(convolve_policy(90).block_x * convolve_policy(90).block_y <= kMaxThreads);
 static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
 

@@ -1,7 +1,9 @@
 // CUDA median: a shared-memory tile per block, then each thread gathers its windows into
 // registers and runs the forgetful selection (element.hpp), rows_per_thread outputs per thread.
+#include <cstdint>
 #include <string>
 
+#include "../src/detail/packed_median.hpp"
 #include "filters_gpu.cuh"
 #include "weft/cuda.hpp"
 #include "weft/tasks/filters/cuda.hpp"
@@ -82,9 +84,36 @@ __global__ void __launch_bounds__(kMaxThreads) median3d_kernel(const T* src, T* 
   median3d_tile<T, K>(reinterpret_cast<T*>(smem), src, dst, e, border);
 }
 
+/// One packed strip per thread (u8/u16, K = 3 or 5).
+template <class T, int K, int kRows>
+__global__ void __launch_bounds__(kMaxThreads)
+    median_packed_kernel(const T* src, T* dst, Extent e, int border, bool aligned) {
+  const long long x0 = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * Strip<T>::kPixels;
+  const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * kRows;
+  if (x0 < e.nx && y0 < e.ny) median_strip<T, K, kRows>(src, dst, e, border, blockIdx.z, y0, x0, aligned);
+}
+
 }  // namespace device
 
 namespace {
+
+template <class T, int K>  // T = u8 or u16, K = 3 or 5
+void launch_packed(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
+  constexpr device::MedianPolicy p = device::median_policy(90);
+  constexpr int rows = K == 3 ? p.packed_rows_3 : p.packed_rows_5;
+  constexpr int pixels = device::Strip<T>::kPixels;
+  const long long cols_per_block = static_cast<long long>(p.packed_block_x) * pixels;
+  const long long rows_per_block = static_cast<long long>(p.packed_block_y) * rows;
+  const dim3 block(p.packed_block_x, p.packed_block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + cols_per_block - 1) / cols_per_block),
+                  static_cast<unsigned>((e.ny + rows_per_block - 1) / rows_per_block), static_cast<unsigned>(e.slices));
+  // 16-byte vector loads and stores need 16-byte aligned row starts.
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 &&
+                       (e.nx * static_cast<long long>(sizeof(T))) % 16 == 0;
+  device::median_packed_kernel<T, K, rows><<<grid, block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                                       e, border, aligned);
+  check_launch("median_packed_kernel", stream);
+}
 
 template <class T, int K>
 void launch_planar(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
@@ -118,6 +147,10 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
   if (volume) {
     if (size == 3) return launch_volume<T, 3>(in, out, e, border, s);
     return launch_volume<T, 5>(in, out, e, border, s);
+  }
+  if constexpr (sizeof(T) <= 2) {
+    if (device::median_policy(90).packed && size == 3) return launch_packed<T, 3>(in, out, e, border, s);
+    if (device::median_policy(90).packed && size == 5) return launch_packed<T, 5>(in, out, e, border, s);
   }
   switch (size) {
     case 3: return launch_planar<T, 3>(in, out, e, border, s);

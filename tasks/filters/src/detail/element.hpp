@@ -14,6 +14,11 @@
 
 namespace weft::filters::device {
 
+/// slices × ny × nx elements, row-major.
+struct Extent {
+  long long slices, ny, nx;
+};
+
 enum BorderCode : int { kClamp = 0, kMirror = 1, kZero = 2 };
 
 /// Index i mapped into [0, n) for clamp and mirror; -1 for a zero border outside.

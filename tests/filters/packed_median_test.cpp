@@ -1,0 +1,78 @@
+// The packed u8/u16 3×3 and 5×5 median strips of the CUDA path (src/detail/packed_median.hpp),
+// run here on the host over every strip of an image, exactly as the kernel's grid would, against
+// the independent sort-based reference. Exact. Widths sweep the strip (16 u8 / 8 u16 pixels)
+// −1/0/+1 and the ±2 halo of the 16-byte fast path; heights the row pairs/strips ±1.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../tasks/filters/src/detail/packed_median.hpp"
+#include "reference.hpp"
+
+namespace weft::filters {
+namespace {
+
+using test::get;
+
+template <class T, int K, int kRows>
+Array run_strips(const Array& in, Border b, bool aligned) {
+  const bool planar3 = in.shape().ndim() == 3;
+  const device::Extent e{planar3 ? in.shape()[0] : 1, in.shape()[planar3 ? 1 : 0], in.shape()[planar3 ? 2 : 1]};
+  Array out = Array::host(in.dtype(), in.shape());
+  constexpr int kPixels = device::Strip<T>::kPixels;
+  for (long long z = 0; z < e.slices; ++z)
+    for (long long y0 = 0; y0 < e.ny; y0 += kRows)
+      for (long long x0 = 0; x0 < e.nx; x0 += kPixels)
+        device::median_strip<T, K, kRows>(in.data<T>(), out.data<T>(), e, static_cast<int>(b), z, y0, x0, aligned);
+  return out;
+}
+
+/// Per-slice reference of a [slices, ny, nx] array filtered plane by plane.
+std::vector<double> planar_reference(const Array& in, int size, Border b) {
+  if (in.shape().ndim() == 2) return test::median_reference(in, size, b);
+  const std::int64_t ny = in.shape()[1], nx = in.shape()[2];
+  std::vector<double> all;
+  for (std::int64_t z = 0; z < in.shape()[0]; ++z) {
+    Array plane = Array::host(in.dtype(), Shape(ny, nx));
+    const std::size_t bytes = plane.bytes();
+    std::memcpy(plane.raw(), static_cast<const char*>(in.raw()) + z * bytes, bytes);
+    const std::vector<double> r = test::median_reference(plane, size, b);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  return all;
+}
+
+template <class T, int K, int kRows>
+void check_type(DType t, double range) {
+  std::uint32_t seed = 7;
+  const int strip = device::Strip<T>::kPixels;
+  std::vector<Shape> shapes;
+  for (std::int64_t ny : {1, 2, 3, kRows - 1, kRows, kRows + 1, 2 * kRows + 3})
+    for (std::int64_t nx : {1, 2, 3, strip - 1, strip, strip + 1, strip + 2, 2 * strip, 2 * strip + 3, 5 * strip})
+      if (ny > 0) shapes.emplace_back(ny, nx);
+  shapes.emplace_back(2, 9, 2 * strip);
+  for (const Shape& s : shapes)
+    for (Border b : {Border::clamp, Border::mirror, Border::zero})
+      for (bool aligned : {false, true}) {
+        const std::int64_t nx = s[s.ndim() - 1];
+        if (aligned && (nx * static_cast<std::int64_t>(sizeof(T))) % 16 != 0) continue;
+        const Array in = test::random_array(t, s, range, seed++);
+        const Array out = run_strips<T, K, kRows>(in, b, aligned);
+        const std::vector<double> ref = planar_reference(in, K, b);
+        for (std::int64_t i = 0; i < in.size(); ++i)
+          ASSERT_EQ(get(out, i), ref[i]) << dtype_name(t) << " " << s.str() << " size " << K << " "
+                                         << border_name(b) << (aligned ? " aligned" : "") << " at " << i;
+      }
+}
+
+TEST(PackedMedian, ThreeByThreeU8IsExact) { check_type<std::uint8_t, 3, 4>(DType::u8, 256.0); }
+TEST(PackedMedian, ThreeByThreeU16IsExact) { check_type<std::uint16_t, 3, 4>(DType::u16, 65536.0); }
+TEST(PackedMedian, ThreeByThreeFewLevelsIsExact) { check_type<std::uint8_t, 3, 2>(DType::u8, 4.0); }  // ties
+TEST(PackedMedian, FiveByFiveU8IsExact) { check_type<std::uint8_t, 5, 2>(DType::u8, 256.0); }
+TEST(PackedMedian, FiveByFiveU16IsExact) { check_type<std::uint16_t, 5, 2>(DType::u16, 65536.0); }
+TEST(PackedMedian, FiveByFiveFewLevelsIsExact) { check_type<std::uint16_t, 5, 3>(DType::u16, 3.0); }
+
+}  // namespace
+}  // namespace weft::filters

@@ -60,6 +60,8 @@ void synchronize_stream(int device, void* stream);
 /// device's compute stream stays the home where pooled memory is freed.
 [[nodiscard]] void* acquire_task_stream(int device);
 void release_task_stream(int device, void* stream) noexcept;
+/// Whether `stream` is one the runtime created for a task (they live as long as the process).
+[[nodiscard]] bool is_task_stream(int device, void* stream) noexcept;
 
 }  // namespace weft::detail
 

@@ -49,7 +49,8 @@ class Array {
   Array() = default;
   /// Host array from the pinned host pool (contents uninitialised).
   [[nodiscard]] static Array host(DType type, Shape shape);
-  /// Device array from the pool of GPU `device`, ordered on `stream` (a cudaStream_t).
+  /// Device array from the pool of GPU `device`, ordered on `stream` (a cudaStream_t). Inside a
+  /// task use Context::alloc; with a stream of your own, synchronise it before the array drops.
   [[nodiscard]] static Array device(DType type, Shape shape, int device, void* stream);
   /// Host array over memory the caller owns and keeps alive (no copy).
   [[nodiscard]] static Array wrap(DType type, Shape shape, void* data);

@@ -27,7 +27,8 @@ struct MinOp {
 enum class LineOp : int { cone, window, parabola, chessboard };
 
 __device__ __forceinline__ bool is_seed(const SeedRule& s, std::int64_t i) {
-  return s.mask ? s.mask[i] == 0 : s.distance[i] > s.above;
+  if (s.mask) return s.mask[i] == 0;
+  return s.distance8 ? s.distance8[i] > s.above : s.distance[i] > s.above;
 }
 
 template <class T>
@@ -210,6 +211,53 @@ __device__ void parabola_window_tile_packed(const std::uint32_t* in, std::uint32
   __syncthreads();  // the next tile overwrites the window
 }
 
+/// One y- or z-line of 4-voxel words (u8 lanes, 255 = unreachable), `n` words `stride` apart: the
+/// cone (L1) or window (cube) pass of line_transforms.hpp on four lines at once, with saturating
+/// per-byte SIMD. Loads are issued kChunk words ahead of their use (the line is this thread's
+/// own), so that each thread keeps several loads in flight.
+template <class Policy, LineOp Op>
+__device__ __forceinline__ void packed_byte_line(std::uint32_t* line, std::int64_t stride, int n, std::uint32_t r4) {
+  constexpr int kChunk = Policy::kPackedChunk;
+  constexpr std::uint32_t kOnes = 0x01010101u;
+  std::uint32_t run = 0xFFFFFFFFu;
+  for (int base = 0; base < n; base += kChunk) {
+    std::uint32_t v[kChunk];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) v[j] = base + j < n ? line[(base + j) * stride] : 0u;
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      if constexpr (Op == LineOp::cone) {
+        run = __vminu4(v[j], __vaddus4(run, kOnes));
+      } else {  // window: 0 where v ≤ r, else the distance to the last such voxel
+        run = __vaddus4(run, kOnes) & ~__vcmpleu4(v[j], r4);
+      }
+      v[j] = run;
+    }
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j)
+      if (base + j < n) line[(base + j) * stride] = v[j];
+  }
+  run = 0xFFFFFFFFu;
+  for (int top = n - 1; top >= 0; top -= kChunk) {
+    std::uint32_t v[kChunk];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) v[j] = top - j >= 0 ? line[(top - j) * stride] : 0u;
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      if constexpr (Op == LineOp::cone) {
+        run = __vminu4(v[j], __vaddus4(run, kOnes));
+        v[j] = run;
+      } else {
+        run = __vaddus4(run, kOnes) & ~__vcmpeq4(v[j], 0u);
+        v[j] = __vminu4(v[j], run);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j)
+      if (top - j >= 0) line[(top - j) * stride] = v[j];
+  }
+}
+
 }  // namespace device
 
 namespace {
@@ -264,6 +312,24 @@ __global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void parabola_
       device::parabola_window_tile<Policy>(in, out, o * outer_stride + x, x < x_size, stride, length, lt * kTile,
                                            w, r, reinterpret_cast<std::uint16_t*>(window_words));
   }
+}
+
+/// y or z lines of 4-voxel words (X % 4 == 0): one thread per line of words.
+template <class Policy, LineOp Op>
+__global__ __launch_bounds__(Policy::kColumnThreads) void packed_byte_column_kernel(
+    std::uint32_t* f, std::int64_t lines, std::int64_t inner, std::int64_t outer, std::int64_t stride, int n,
+    std::uint32_t r4) {
+  for (std::int64_t l = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; l < lines;
+       l += std::int64_t(gridDim.x) * blockDim.x)
+    device::packed_byte_line<Policy, Op>(f + (l / inner) * outer + l % inner, stride, n, r4);
+}
+
+template <class Policy>
+__global__ __launch_bounds__(Policy::kReduceThreads) void clamp_u8_kernel(const std::int32_t* f, std::uint8_t* out,
+                                                                         std::int64_t voxels) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < voxels;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<std::uint8_t>(f[i] < 255 ? f[i] : 255);
 }
 
 template <class Policy, class T>
@@ -333,6 +399,22 @@ void launch_column(T* f, const VolumeDims& d, int axis, T inf, std::int64_t r, v
   check_launch(axis == 1 ? "column_distance_kernel(y)" : "column_distance_kernel(z)", stream);
 }
 
+/// y (axis 1) or z (axis 0) pass on u8 values: words of 4 voxels when X % 4 == 0.
+template <LineOp Op>
+void launch_byte_column(std::uint8_t* f, const VolumeDims& d, int axis, std::int64_t r, cudaStream_t stream) {
+  using P = DistancePolicy;
+  if (d.x % 4 != 0) return launch_column<Op, std::uint8_t>(f, d, axis, std::uint8_t{255}, r, nullptr, stream);
+  const std::int64_t words_x = d.x / 4;
+  const std::int64_t lines = axis == 1 ? d.z * words_x : d.y * words_x;
+  const std::int64_t inner = axis == 1 ? words_x : d.y * words_x;
+  const std::int64_t outer = axis == 1 ? d.y * words_x : 0;
+  const std::int64_t stride = axis == 1 ? words_x : d.y * words_x;
+  const int n = static_cast<int>(axis == 1 ? d.y : d.z);
+  packed_byte_column_kernel<P, Op><<<grid_for(lines, P::kColumnThreads), P::kColumnThreads, 0, stream>>>(
+      reinterpret_cast<std::uint32_t*>(f), lines, inner, outer, stride, n, static_cast<std::uint32_t>(r) * 0x01010101u);
+  check_launch(axis == 1 ? "packed_byte_column_kernel(y)" : "packed_byte_column_kernel(z)", stream);
+}
+
 template <class T>
 void launch_rows(const SeedRule& seeds, T* f, const VolumeDims& d, bool squared, T inf, cudaStream_t stream) {
   using P = DistancePolicy;
@@ -383,7 +465,7 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
   }
 }
 
-void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* work, std::int32_t* stacks,
+void launch_opening_count(const std::int32_t* distance, const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& d, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream) {
   using P = DistancePolicy;
@@ -405,6 +487,17 @@ void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* wo
     launch_parabola_window(f, g, d, 1, r, stream);
     launch_parabola_window(g, f, d, 0, r, stream);
     count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+  } else if (distance8 && r < 255) {
+    // Octahedra and cubes of radius < 255: u8 distances (a quarter of the i32 traffic), seeds
+    // read from the u8 copy of D.
+    auto* f = static_cast<std::uint8_t*>(work);
+    const SeedRule seeds8{nullptr, nullptr, r, distance8};
+    launch_rows<std::uint8_t>(seeds8, f, d, false, std::uint8_t{255}, stream);
+    for (int axis = 1; axis >= 0; --axis) {
+      if (element == Element::octahedron) launch_byte_column<LineOp::cone>(f, d, axis, r, stream);
+      else launch_byte_column<LineOp::window>(f, d, axis, r, stream);
+    }
+    count_within_kernel<P, std::uint8_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
   } else {
     auto* f = static_cast<std::uint16_t*>(work);
     launch_rows<std::uint16_t>(seeds, f, d, false, kInf, stream);
@@ -423,6 +516,12 @@ void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32
   count_mask_kernel<P><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(mask, voxels,
                                                                                                  size_map, count);
   check_launch("count_mask_kernel", stream);
+}
+
+void launch_clamp_u8(const std::int32_t* f, std::uint8_t* out, std::int64_t voxels, cudaStream_t stream) {
+  using P = DistancePolicy;
+  clamp_u8_kernel<P><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(f, out, voxels);
+  check_launch("clamp_u8_kernel", stream);
 }
 
 void launch_max(const std::int32_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream) {

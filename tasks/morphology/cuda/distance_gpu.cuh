@@ -16,6 +16,7 @@ struct DistancePolicy {
   static constexpr int kRowItems = 4;        // items per thread per tile (tile = 1024 voxels)
   static constexpr int kColumnThreads = 128; // one thread per y- or z-line
   static constexpr int kReduceThreads = 256;
+  static constexpr int kPackedChunk = 8;     // words loaded ahead per thread in the u8 column passes
   // Windowed parabola passes of the ball openings: a block is kWindowX consecutive x (one warp
   // wide) by kWindowY warps, each thread kWindowItems consecutive outputs along the line.
   static constexpr int kWindowX = 32;
@@ -40,6 +41,7 @@ struct SeedRule {
   const std::uint8_t* mask = nullptr;  ///< seeds where mask == 0 (if set)
   const std::int32_t* distance = nullptr;
   std::int64_t above = 0;              ///< seeds where distance > above (if distance set)
+  const std::uint8_t* distance8 = nullptr;  ///< if set instead of distance: min(distance, 255), above < 255
 };
 
 /// f ← distance to the nearest seed (element's metric, squared for balls); kInfinity if none.
@@ -50,7 +52,9 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 /// Opening of size n from the erosion distances D: *count += |{p : d(p, {D > r}) ≤ r}| and
 /// size_map ← n there (if set). `work` holds one i32 per voxel; the passes use it as u16 (values
 /// saturate at 65535) except for balls of r = n² ≥ 65535. `stacks` holds 3 × voxels i32 (balls).
-void launch_opening_count(const std::int32_t* distance, std::int64_t r, void* work, std::int32_t* stacks,
+/// `distance8` (may be null) is min(D, 255): octahedra and cubes with r < 255 then run on u8
+/// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0.
+void launch_opening_count(const std::int32_t* distance, const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream);
 
@@ -64,6 +68,8 @@ void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const V
 /// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
 void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,
                        unsigned long long* count, cudaStream_t stream);
+/// out ← min(f, 255) as u8.
+void launch_clamp_u8(const std::int32_t* f, std::uint8_t* out, std::int64_t voxels, cudaStream_t stream);
 /// *maximum = max(*maximum, max f).
 void launch_max(const std::int32_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
 

@@ -41,6 +41,10 @@ class GpuBackend {
     int* maximum = reinterpret_cast<int*>(counter(1));
     WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
     cuda::launch_max(distance_.data<std::int32_t>(), dims_.voxels(), maximum, stream_);
+    if (element_ != Element::ball) {  // u8 copy of D for the seeds of sizes < 255
+      distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
+      cuda::launch_clamp_u8(distance_.data<std::int32_t>(), distance8_.data<std::uint8_t>(), dims_.voxels(), stream_);
+    }
     int host = 0;
     WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, maximum, sizeof(int), cudaMemcpyDeviceToHost, stream_));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -63,7 +67,8 @@ class GpuBackend {
     pending_.push_back(count);
     if (element_ != Element::ball && r >= 0xFFFF)
       throw ConfigError("granulometry_gpu: sizes up to 65534 for octahedra and cubes, asked " + std::to_string(r));
-    cuda::launch_opening_count(distance_.data<std::int32_t>(), r, work_.raw(), stacks(), dims_, element_,
+    cuda::launch_opening_count(distance_.data<std::int32_t>(),
+                               distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>(), r, work_.raw(), stacks(), dims_, element_,
                                update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
   }
 
@@ -98,7 +103,7 @@ class GpuBackend {
   cudaStream_t stream_;
   int device_ = 0;
   cuda::VolumeDims dims_{};
-  Array scalars_, distance_, work_, stacks_, size_map_, counts_;
+  Array scalars_, distance_, distance8_, work_, stacks_, size_map_, counts_;
   std::vector<std::int64_t*> pending_;
 };
 

@@ -56,7 +56,7 @@ mkdir -p "$out"
 if "$build/apps/weft" --help | grep -q granulometry; then
   sample="$out/sample.h5"
   [[ -f $sample ]] || "$build/apps/weft" granulometry --generate-sample "$sample" --sample-size 128
-  "$build/apps/weft" granulometry --input "$sample:/volume" --element ball --output "$out/granulometry"
+  "$build/apps/weft" granulometry --input "$sample:/exchange/data" --element ball --output "$out/granulometry"
   echo "quickstart: curve in $out/granulometry (curve.csv, curve.svg, granulometry.h5)"
 else
   "$build/apps/weft" demo --tokens 1000

@@ -1,7 +1,8 @@
 // Granulometry on one GPU: 512³ and 1024³ volumes of overlapping balls (radii 2–40, ~40 %
 // foreground), N = 50, each element. Reports GPU compute time, end-to-end time (HDF5 read from
 // the page cache, threshold, upload, openings), the bytes the kernels move against the measured
-// device copy bandwidth, and scipy / CuPy peers (peers.py) on the same files.
+// device copy bandwidth (and, for balls, the window arithmetic against the integer peak), and
+// scipy / CuPy peers (peers.py) on the same files.
 // Usage: granulometry_bench [--sizes 512,1024] [--max-size 50] [--workdir /tmp] [--python PY] [--no-peers]
 #include <cuda_runtime.h>
 
@@ -49,11 +50,22 @@ double copy_bandwidth(cudaStream_t stream) {
   return 2.0 * bytes * reps / t;
 }
 
-/// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu), all on u16 work
-/// values: row pass 14 (i32 erosion distances read twice, left distance written and read, result
-/// written), two column passes of 4 (plus, for balls, 12 of u16 envelope stacks written and read),
-/// count 2.
-double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 48.0 : 24.0; }
+/// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu). Octahedra and
+/// cubes (sizes < 255) on u8: row pass 5 (u8 copy of the erosion distances read by both scans,
+/// left distance written, read and the result written), two column passes of 4 (forward and
+/// backward scans read and write each word), count 1. Balls on u16: row pass 14 (i32 erosion
+/// distances read twice, then 6 of u16), two windowed passes of about 6 (the window rows of a
+/// 64-row tile read with their 2n halo, the result written), count 2; the ball passes are bounded
+/// by the window arithmetic (2n + 1 add+min per voxel and pass) rather than by these bytes.
+double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 28.0 : 14.0; }
+
+/// Add+min steps per voxel of the ball's windowed passes for sizes 1..computed: two passes of
+/// 2n + 1 offsets rounded up to 8 (distance_gpu.cu), each step one u16x2 lane of __viaddmin_u16x2.
+double ball_window_steps_per_voxel(int computed) {
+  double steps = 0;
+  for (int n = 1; n <= computed + 1; ++n) steps += 2.0 * ((2 * n + 1 + 7) / 8 * 8);
+  return steps;
+}
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;
@@ -101,6 +113,13 @@ int main(int argc, char** argv) {
   const double bandwidth = copy_bandwidth(stream);
   result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
   result.metric("max_size", last);
+  // Integer peak for the ball's window arithmetic: 64 INT32 lanes per SM per clock (sm_90), two
+  // u16 voxels per lane and instruction.
+  int sms = 0, clock_khz = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  const double voxel_steps_per_second = 64.0 * 2.0 * sms * clock_khz * 1e3;
+  result.metric("ball_voxel_steps_per_second_peak", voxel_steps_per_second);
   std::printf("device copy bandwidth %.0f GB/s (read + write)\n", bandwidth / 1e9);
   std::printf("%-6s %-10s %9s %9s %10s %9s %7s %10s %10s %8s\n", "volume", "element", "gpu s", "e2e s", "GB moved",
               "floor s", "ratio", "cupy s*", "scipy s*", "speedup");
@@ -148,10 +167,14 @@ int main(int argc, char** argv) {
       for (int n = 1; n <= last && first.remaining[n] > 0; ++n) ++computed;
       const double voxels = static_cast<double>(mask.size());
       const double moved = voxels * bytes_per_voxel_per_size(e) * (computed + 2);
-      const double floor = moved / bandwidth;
+      const double bytes_floor = moved / bandwidth;
+      const double compute_floor =
+          e == Element::ball ? voxels * ball_window_steps_per_voxel(computed) / voxel_steps_per_second : 0.0;
+      const double floor = bytes_floor > compute_floor ? bytes_floor : compute_floor;
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
-                            {"bytes_moved", moved}, {"floor_seconds", floor}, {"ratio", gpu / floor},
+                            {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
+                            {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},
                             {"foreground", first.remaining[0]}, {"curve", first.remaining},
                             {"bitpacked_ideal_seconds", voxels / 8.0 * 2.0 * 2.0 * last / bandwidth},
                             {"repeatable", first.remaining == again.remaining}};

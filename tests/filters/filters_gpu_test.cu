@@ -124,6 +124,32 @@ TEST_F(FiltersGpu, ConvolveWithinTolerance) {
         }
 }
 
+// The blocked kernel (radius ≤ 3): blocks of 128 × 32 outputs, so these shapes give blocks wholly
+// inside the image (gathered without borders) next to edge blocks, widths a multiple of 4 (float4
+// stores) or not, and the tile −1/0/+1.
+TEST_F(FiltersGpu, BlockedConvolutionMatchesOnInteriorAndEdgeBlocks) {
+  std::uint32_t seed = 300;
+  for (DType t : {DType::f32, DType::u8, DType::f16})
+    for (const Shape& s : {Shape(31, 127), Shape(32, 128), Shape(33, 129), Shape(70, 300), Shape(101, 517),
+                           Shape(2, 40, 260)})
+      for (int size : {1, 3, 5, 7})
+        for (Border b : kBorders) {
+          std::mt19937 rng(seed);
+          std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+          std::vector<float> k(static_cast<std::size_t>(size) * size);
+          float sum = 0;
+          for (float& v : k) sum += std::abs(v = u(rng));
+          for (float& v : k) v /= sum;
+          const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
+          const Array out = to_host(gpu::convolve(to_device(in), k, size, b, stream_));
+          std::vector<double> l1;
+          const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                << describe(in, size, b) << " at " << i << ": " << get(out, i) << " vs " << ref[i];
+        }
+}
+
 TEST_F(FiltersGpu, SeparableAndGaussianMatchTheCpuPath) {
   for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
     for (const Shape& s : kImages)

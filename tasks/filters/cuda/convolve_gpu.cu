@@ -1,7 +1,9 @@
 // CUDA convolution: full kernels through a shared-memory tile with register blocking (each thread
 // accumulates rows_per_thread outputs in fp32), separable kernels as a row pass into an fp32
 // scratch image and a column pass. Weights are read from global memory (broadcast, cached).
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "filters_gpu.cuh"
 #include "weft/cuda.hpp"
@@ -60,6 +62,108 @@ __global__ void __launch_bounds__(kMaxThreads)
     convolve_kernel(const T* src, T* dst, Extent e, const float* weights, int radius, int border) {
   extern __shared__ float conv_smem[];
   convolve_tile<kRadius, kRows>(conv_smem, src, dst, e, weights, radius, border);
+}
+
+/// Tile rows [y0 − r, y0 + rows + r) × columns [x0 − r, x0 + cols + r) of slice z as floats, row
+/// pitch `pitch`; border arithmetic only for blocks that touch an edge.
+template <class T>
+__device__ void load_tile_rows(float* tile, int pitch, const T* __restrict__ src, Extent e, long long z, long long y0,
+                               long long x0, int rows, int cols, int r, int border) {
+  const bool inside = y0 - r >= 0 && x0 - r >= 0 && y0 + rows + r <= e.ny && x0 + cols + r <= e.nx;
+  const int h = rows + 2 * r;
+  const int w = cols + 2 * r;
+  for (int ty = threadIdx.y; ty < h; ty += blockDim.y) {
+    const long long yi = inside ? y0 - r + ty : border_index(y0 - r + ty, e.ny, border);
+    float* line = tile + ty * pitch;
+    if (yi < 0) {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = 0.0f;
+      continue;
+    }
+    const T* row = src + (z * e.ny + yi) * e.nx;
+    if (inside) {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = to_float(row[x0 - r + tx]);
+    } else {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) {
+        const long long xi = border_index(x0 - r + tx, e.nx, border);
+        line[tx] = xi < 0 ? 0.0f : to_float(row[xi]);
+      }
+    }
+  }
+}
+
+/// Float4 reads per tile row of the blocked kernel (kCols + 2r values) and the tile's row pitch.
+template <int kRadius, int kCols> constexpr int kBlockedVectors = (kCols + 2 * kRadius + 3) / 4;
+__host__ __device__ constexpr int blocked_pitch(int cols, int vectors) { return cols + 4 * (vectors - 1); }
+
+/// Blocked full convolution (radius ≤ 3): each thread kCols × kRows outputs; per output one partial
+/// sum per kernel row, added in kernel-row order as in convolve_tile.
+template <int kRadius, int kRows, int kCols, class T>
+__device__ void convolve_blocked_tile(float* tile, const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                                      const float* __restrict__ weights, int border, bool aligned) {
+  constexpr int K = 2 * kRadius + 1;
+  constexpr int kVectors = kBlockedVectors<kRadius, kCols>;
+  const int cols = blockDim.x * kCols;
+  const int rows = blockDim.y * kRows;
+  const int pitch = blocked_pitch(cols, kVectors);
+  const long long z = blockIdx.z;
+  const long long y0 = static_cast<long long>(blockIdx.y) * rows;
+  const long long x0 = static_cast<long long>(blockIdx.x) * cols;
+  float w[K * K];
+#pragma unroll
+  for (int i = 0; i < K * K; ++i) w[i] = __ldg(weights + i);
+  load_tile_rows(tile, pitch, src, e, z, y0, x0, rows, cols, kRadius, border);
+  __syncthreads();
+  float acc[kRows][kCols];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[q][c] = 0.0f;
+  const float* base = tile + threadIdx.y * kRows * pitch + threadIdx.x * kCols;
+#pragma unroll
+  for (int iy = 0; iy < kRows + 2 * kRadius; ++iy) {
+    float v[4 * kVectors];
+#pragma unroll
+    for (int m = 0; m < kVectors; ++m) {
+      const float4 f = reinterpret_cast<const float4*>(base + iy * pitch)[m];
+      v[4 * m] = f.x, v[4 * m + 1] = f.y, v[4 * m + 2] = f.z, v[4 * m + 3] = f.w;
+    }
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      const int i = iy - q;  // kernel row of this input row for output row q
+      if (i < 0 || i >= K) continue;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        float partial = 0.0f;
+#pragma unroll
+        for (int j = 0; j < K; ++j) partial = fmaf(w[i * K + j], v[c + j], partial);
+        acc[q][c] += partial;
+      }
+    }
+  }
+  const long long x = x0 + threadIdx.x * kCols;
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const long long y = y0 + threadIdx.y * kRows + q;
+    if (y >= e.ny || x >= e.nx) continue;
+    T* out = dst + (z * e.ny + y) * e.nx + x;
+    if constexpr (std::is_same_v<T, float> && kCols == 4) {
+      if (aligned && x + 4 <= e.nx) {
+        *reinterpret_cast<float4*>(out) = make_float4(acc[q][0], acc[q][1], acc[q][2], acc[q][3]);
+        continue;
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kCols; ++c)
+      if (x + c < e.nx) out[c] = from_float<T>(acc[q][c]);
+  }
+}
+
+template <int kRadius, int kRows, int kCols, class T>
+__global__ void __launch_bounds__(kMaxThreads)
+    convolve_blocked_kernel(const T* src, T* dst, Extent e, const float* weights, int border, bool aligned) {
+  extern __shared__ float4 blocked_smem[];  // float4: the tile rows are read as float4
+  convolve_blocked_tile<kRadius, kRows, kCols>(reinterpret_cast<float*>(blocked_smem), src, dst, e, weights, border,
+                                               aligned);
 }
 
 /// Row pass: each thread kCols outputs spaced blockDim.x apart; writes fp32 scratch.
@@ -130,6 +234,23 @@ constexpr int kConvRows = device::convolve_policy(90).rows_per_thread;
 constexpr int kSepCols = device::separable_policy(90).columns_per_thread;
 constexpr int kSepRows = device::separable_policy(90).rows_per_thread;
 
+template <int kRadius, class T>
+void convolve_blocked(const T* src, T* dst, device::Extent e, const float* w, int border, cudaStream_t stream) {
+  constexpr device::ConvolvePolicy p = device::convolve_policy(90);
+  constexpr int kCols = p.blocked_columns;
+  constexpr int kRows = p.blocked_rows;
+  const int cols = p.blocked_block_x * kCols;
+  const int rows = p.blocked_block_y * kRows;
+  const int pitch = device::blocked_pitch(cols, device::kBlockedVectors<kRadius, kCols>);
+  const std::size_t shared = sizeof(float) * pitch * (rows + 2 * kRadius);  // r = 3: 21 KB
+  const dim3 block(p.blocked_block_x, p.blocked_block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + cols - 1) / cols), static_cast<unsigned>((e.ny + rows - 1) / rows),
+                  static_cast<unsigned>(e.slices));
+  const bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && e.nx % 4 == 0;  // float4 stores
+  device::convolve_blocked_kernel<kRadius, kRows, kCols><<<grid, block, shared, stream>>>(src, dst, e, w, border, aligned);
+  check_launch("convolve_blocked_kernel", stream);
+}
+
 template <class T>
 void convolve_typed(const void* in, void* out, device::Extent e, const float* w, int ksize, int border,
                     cudaStream_t stream) {
@@ -143,6 +264,14 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* w,
   // Largest tile (r = 31): 94 × 94 floats = 35 KB, under the 48 KB default: no opt-in needed.
   const T* src = static_cast<const T*>(in);
   T* dst = static_cast<T*>(out);
+  if (p.blocked && r <= p.blocked_max_radius) {
+    switch (r) {
+      case 0: return convolve_blocked<0>(src, dst, e, w, border, stream);
+      case 1: return convolve_blocked<1>(src, dst, e, w, border, stream);
+      case 2: return convolve_blocked<2>(src, dst, e, w, border, stream);
+      default: return convolve_blocked<3>(src, dst, e, w, border, stream);
+    }
+  }
   switch (r) {
     case 1: device::convolve_kernel<1, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
     case 2: device::convolve_kernel<2, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;

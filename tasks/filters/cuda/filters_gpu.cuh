@@ -27,10 +27,21 @@ struct MedianPolicy {
 };
 /// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
 /// memory, each thread keeping rows_per_thread accumulators (register blocking).
+/// Radius ≤ blocked_max_radius: the blocked kernel instead, each thread a blocked_columns ×
+/// blocked_rows block of outputs read from float4 rows of the tile (each tile value loaded once
+/// per thread row, not once per tap: (4 + 2r)(8 + 2r) / 32 shared loads per output instead of
+/// (2r + 1)²), weights in registers, the tile gathered without border arithmetic when inside.
+/// Chosen by counting (not yet measured); blocked = false selects the tile kernel above.
 struct ConvolvePolicy {
   int block_x = 32;
   int block_y = 8;
   int rows_per_thread = 4;
+  bool blocked = true;
+  int blocked_max_radius = 3;
+  int blocked_block_x = 32;
+  int blocked_block_y = 4;
+  int blocked_columns = 4;
+  int blocked_rows = 8;
 };
 /// Separable passes: rows (each thread columns_per_thread outputs), then columns.
 struct SeparablePolicy {
@@ -47,6 +58,8 @@ static_assert(median_policy(90).block_x * median_policy(90).block_y <= kMaxThrea
 static_assert(median_policy(90).packed_block_x * median_policy(90).packed_block_y <= kMaxThreads);
 static_assert(median_policy(90).packed_rows_3 % 2 == 0, "3×3 strips take rows in pairs");
 static_assert(convolve_policy(90).block_x * convolve_policy(90).block_y <= kMaxThreads);
+static_assert(convolve_policy(90).blocked_block_x * convolve_policy(90).blocked_block_y <= kMaxThreads);
+static_assert(convolve_policy(90).blocked_columns == 4, "one float4 per tile read");
 static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
 
 /// Loads rows [y0 - ry, y0 + rows + ry) × columns [x0 - rx, x0 + cols + rx) of slice z (border

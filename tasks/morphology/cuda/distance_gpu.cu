@@ -28,7 +28,9 @@ enum class LineOp : int { cone, window, parabola, chessboard };
 
 __device__ __forceinline__ bool is_seed(const SeedRule& s, std::int64_t i) {
   if (s.mask) return s.mask[i] == 0;
-  return s.distance8 ? s.distance8[i] > s.above : s.distance[i] > s.above;
+  if (s.distance8) return s.distance8[i] > s.above;
+  if (s.distance16) return s.distance16[i] > s.above;
+  return s.distance[i] > s.above;
 }
 
 template <class T>
@@ -368,15 +370,14 @@ __global__ __launch_bounds__(Policy::kReduceThreads) void count_mask_kernel(cons
   if (threadIdx.x == 0 && total) atomicAdd(count, total);
 }
 
-template <class Policy>
-__global__ __launch_bounds__(Policy::kReduceThreads) void max_kernel(const std::int32_t* f, std::int64_t voxels,
-                                                                    int* maximum) {
+template <class Policy, class T>
+__global__ __launch_bounds__(Policy::kReduceThreads) void max_kernel(const T* f, std::int64_t voxels, int* maximum) {
   using Reduce = cub::BlockReduce<int, Policy::kReduceThreads>;
   __shared__ typename Reduce::TempStorage temp;
   int m = 0;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < voxels;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    m = f[i] > m ? f[i] : m;
+    m = static_cast<int>(f[i]) > m ? static_cast<int>(f[i]) : m;
   const int best = Reduce(temp).Reduce(m, device::MaxOp{});
   if (threadIdx.x == 0) atomicMax(maximum, best);
 }
@@ -465,7 +466,8 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
   }
 }
 
-void launch_opening_count(const std::int32_t* distance, const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
+void launch_opening_count(const std::int32_t* distance, const std::uint16_t* distance16,
+                          const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& d, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream) {
   using P = DistancePolicy;
@@ -483,7 +485,8 @@ void launch_opening_count(const std::int32_t* distance, const std::uint8_t* dist
     // ping-ponging between the two u16 halves of `work`.
     auto* f = static_cast<std::uint16_t*>(work);
     auto* g = f + d.voxels();
-    launch_rows<std::uint16_t>(seeds, f, d, true, kInf, stream);
+    const SeedRule seeds16{nullptr, nullptr, r, nullptr, distance16};
+    launch_rows<std::uint16_t>(distance16 ? seeds16 : seeds, f, d, true, kInf, stream);
     launch_parabola_window(f, g, d, 1, r, stream);
     launch_parabola_window(g, f, d, 0, r, stream);
     count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
@@ -526,8 +529,25 @@ void launch_clamp_u8(const std::int32_t* f, std::uint8_t* out, std::int64_t voxe
 
 void launch_max(const std::int32_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream) {
   using P = DistancePolicy;
-  max_kernel<P><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(f, voxels, maximum);
+  max_kernel<P, std::int32_t><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(f, voxels,
+                                                                                                        maximum);
   check_launch("max_kernel", stream);
+}
+
+void launch_max_u16(const std::uint16_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream) {
+  using P = DistancePolicy;
+  max_kernel<P, std::uint16_t><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(
+      f, voxels, maximum);
+  check_launch("max_kernel(u16)", stream);
+}
+
+void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
+                                  const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
+  if (d.voxels() == 0) return;
+  const SeedRule background{mask, nullptr, 0};
+  launch_rows<std::uint16_t>(background, scratch, d, true, std::uint16_t{0xFFFF}, stream);
+  launch_parabola_window(scratch, scratch + d.voxels(), d, 1, bound, stream);
+  launch_parabola_window(scratch + d.voxels(), out, d, 0, bound, stream);
 }
 
 }  // namespace weft::morphology::cuda

@@ -42,6 +42,7 @@ struct SeedRule {
   const std::int32_t* distance = nullptr;
   std::int64_t above = 0;              ///< seeds where distance > above (if distance set)
   const std::uint8_t* distance8 = nullptr;  ///< if set instead of distance: min(distance, 255), above < 255
+  const std::uint16_t* distance16 = nullptr;  ///< if set instead: a bounded ball transform, above ≤ its bound
 };
 
 /// f ← distance to the nearest seed (element's metric, squared for balls); kInfinity if none.
@@ -52,9 +53,12 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 /// Opening of size n from the erosion distances D: *count += |{p : d(p, {D > r}) ≤ r}| and
 /// size_map ← n there (if set). `work` holds one i32 per voxel; the passes use it as u16 (values
 /// saturate at 65535) except for balls of r = n² ≥ 65535. `stacks` holds 3 × voxels i32 (balls).
+/// `distance16` (may be null; balls) is D from launch_bounded_ball_distance with bound ≥ r, used
+/// instead of `distance` (which may then be null).
 /// `distance8` (may be null) is min(D, 255): octahedra and cubes with r < 255 then run on u8
 /// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0.
-void launch_opening_count(const std::int32_t* distance, const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
+void launch_opening_count(const std::int32_t* distance, const std::uint16_t* distance16,
+                          const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           unsigned long long* count, cudaStream_t stream);
 
@@ -68,6 +72,13 @@ void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const V
 /// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
 void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,
                        unsigned long long* count, cudaStream_t stream);
+/// out ← squared Euclidean distance to the nearest background voxel (mask == 0) where it is
+/// ≤ bound, bound + 1 elsewhere (bound < 65535): the erosion distances of every ball of
+/// n² ≤ bound, from one row pass and two windowed passes. `scratch` holds 2 × voxels u16.
+void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
+                                  const VolumeDims& dims, std::int64_t bound, cudaStream_t stream);
+/// *maximum = max(*maximum, max f) over u16 values.
+void launch_max_u16(const std::uint16_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
 /// out ← min(f, 255) as u8.
 void launch_clamp_u8(const std::int32_t* f, std::uint8_t* out, std::int64_t voxels, cudaStream_t stream);
 /// *maximum = max(*maximum, max f).

@@ -14,7 +14,8 @@ namespace {
 
 class GpuBackend {
  public:
-  GpuBackend(const Array& mask, Element element, cudaStream_t stream) : mask_(mask), element_(element), stream_(stream) {
+  GpuBackend(const Array& mask, Element element, int max_size, cudaStream_t stream)
+      : mask_(mask), element_(element), max_size_(max_size), stream_(stream) {
     if (mask.shape().ndim() != 3)
       throw ConfigError("granulometry: expected a 3D volume, got shape " + mask.shape().str());
     if (mask.dtype() != DType::u8)
@@ -32,23 +33,31 @@ class GpuBackend {
   }
 
   std::int64_t distance_to_background() {
-    distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
     work_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    int* maximum = reinterpret_cast<int*>(counter(1));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
+    const std::int64_t bound = (std::int64_t{max_size_} + 1) * (max_size_ + 1);
+    if (element_ == Element::ball && max_size_ >= 0 && bound < 0xFFFF) {
+      // Sizes up to N only compare D with n² ≤ (N + 1)²: D exact up to that bound, in u16, from
+      // windowed passes (no envelope stacks). Its maximum is exact or bound + 1, which decides
+      // every r < max D the same way for r ≤ bound.
+      distance16_ = Array::device(DType::u16, mask_.shape(), device_, stream_);
+      cuda::launch_bounded_ball_distance(mask_.data<std::uint8_t>(), distance16_.data<std::uint16_t>(),
+                                         static_cast<std::uint16_t*>(work_.raw()), dims_, bound, stream_);
+      cuda::launch_max_u16(distance16_.data<std::uint16_t>(), dims_.voxels(), maximum, stream_);
+      return read_maximum(maximum);
+    }
+    distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
     if (element_ != Element::octahedron)
       stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);
     cuda::SeedRule seeds{mask_.data<std::uint8_t>(), nullptr, 0};
     cuda::launch_distance_transform(seeds, distance_.data<std::int32_t>(), stacks(), dims_, element_, stream_);
-    int* maximum = reinterpret_cast<int*>(counter(1));
-    WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
     cuda::launch_max(distance_.data<std::int32_t>(), dims_.voxels(), maximum, stream_);
     if (element_ != Element::ball) {  // u8 copy of D for the seeds of sizes < 255
       distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
       cuda::launch_clamp_u8(distance_.data<std::int32_t>(), distance8_.data<std::uint8_t>(), dims_.voxels(), stream_);
     }
-    int host = 0;
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, maximum, sizeof(int), cudaMemcpyDeviceToHost, stream_));
-    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return host;
+    return read_maximum(maximum);
   }
 
   void init_size_map() {
@@ -67,7 +76,8 @@ class GpuBackend {
     pending_.push_back(count);
     if (element_ != Element::ball && r >= 0xFFFF)
       throw ConfigError("granulometry_gpu: sizes up to 65534 for octahedra and cubes, asked " + std::to_string(r));
-    cuda::launch_opening_count(distance_.data<std::int32_t>(),
+    cuda::launch_opening_count(distance_.empty() ? nullptr : distance_.data<std::int32_t>(),
+                               distance16_.empty() ? nullptr : distance16_.data<std::uint16_t>(),
                                distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>(), r, work_.raw(), stacks(), dims_, element_,
                                update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
   }
@@ -91,6 +101,12 @@ class GpuBackend {
   void launch(unsigned long long* count, std::int32_t* size_map) {
     cuda::launch_count_mask(mask_.data<std::uint8_t>(), dims_.voxels(), size_map, count, stream_);
   }
+  std::int64_t read_maximum(int* maximum) {
+    int host = 0;
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, maximum, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host;
+  }
   std::int64_t read_scalar(int i) {
     unsigned long long host = 0;
     WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, counter(i), sizeof(host), cudaMemcpyDeviceToHost, stream_));
@@ -100,17 +116,18 @@ class GpuBackend {
 
   Array mask_;
   Element element_;
+  int max_size_ = -1;
   cudaStream_t stream_;
   int device_ = 0;
   cuda::VolumeDims dims_{};
-  Array scalars_, distance_, distance8_, work_, stacks_, size_map_, counts_;
+  Array scalars_, distance_, distance16_, distance8_, work_, stacks_, size_map_, counts_;
   std::vector<std::int64_t*> pending_;
 };
 
 }  // namespace
 
 GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options, void* stream) {
-  GpuBackend backend(mask, options.element, static_cast<cudaStream_t>(stream));
+  GpuBackend backend(mask, options.element, options.max_size, static_cast<cudaStream_t>(stream));
   return detail::run_granulometry(backend, options);
 }
 

@@ -541,6 +541,21 @@ void launch_max_u16(const std::uint16_t* f, std::int64_t voxels, int* maximum, c
   check_launch("max_kernel(u16)", stream);
 }
 
+void launch_max_u8(const std::uint8_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream) {
+  using P = DistancePolicy;
+  max_kernel<P, std::uint8_t><<<grid_for(voxels, P::kReduceThreads * 8), P::kReduceThreads, 0, stream>>>(
+      f, voxels, maximum);
+  check_launch("max_kernel(u8)", stream);
+}
+
+void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, const VolumeDims& d,
+                                cudaStream_t stream) {
+  if (d.voxels() == 0) return;
+  const SeedRule background{mask, nullptr, 0};
+  launch_rows<std::uint8_t>(background, out, d, false, std::uint8_t{255}, stream);
+  for (int axis = 1; axis >= 0; --axis) launch_byte_column<LineOp::cone>(out, d, axis, 0, stream);
+}
+
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
                                   const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
   if (d.voxels() == 0) return;

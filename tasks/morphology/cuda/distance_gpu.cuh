@@ -77,6 +77,12 @@ void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32
 /// n² ≤ bound, from one row pass and two windowed passes. `scratch` holds 2 × voxels u16.
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
                                   const VolumeDims& dims, std::int64_t bound, cudaStream_t stream);
+/// out ← min(255, L1 distance to the nearest background voxel) as u8: the octahedron's erosion
+/// distances for every size < 255 (row pass and two cone passes on u8).
+void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, const VolumeDims& dims,
+                                cudaStream_t stream);
+/// *maximum = max(*maximum, max f) over u8 values.
+void launch_max_u8(const std::uint8_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
 /// *maximum = max(*maximum, max f) over u16 values.
 void launch_max_u16(const std::uint16_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
 /// out ← min(f, 255) as u8.

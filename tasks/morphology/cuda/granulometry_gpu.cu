@@ -47,6 +47,13 @@ class GpuBackend {
       cuda::launch_max_u16(distance16_.data<std::uint16_t>(), dims_.voxels(), maximum, stream_);
       return read_maximum(maximum);
     }
+    if (element_ == Element::octahedron && max_size_ >= 0 && max_size_ + 1 < 255) {
+      // Sizes up to N only compare D with n ≤ N + 1 < 255: min(D, 255) in u8 decides them all.
+      distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
+      cuda::launch_clamped_l1_distance(mask_.data<std::uint8_t>(), distance8_.data<std::uint8_t>(), dims_, stream_);
+      cuda::launch_max_u8(distance8_.data<std::uint8_t>(), dims_.voxels(), maximum, stream_);
+      return read_maximum(maximum);
+    }
     distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
     if (element_ != Element::octahedron)
       stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);

@@ -201,17 +201,15 @@ template <int N> WEFT_FILTERS_HD Word packed_forgetful_median(Word (&v)[N]) {
   return v[m];
 }
 
-/// One strip: kRows output rows from y0, pixels x0 .. x0 + kPixels − 1 of slice z, K = 3 or 5.
-/// `aligned`: src, dst and every row start are 16-byte aligned.
-template <class T, int K, int kRows>
-WEFT_FILTERS_HD void median_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border, long long z,
-                                  long long y0, long long x0, bool aligned) {
+/// median_strip with the load path fixed at compile time, so that the loads of all rows of the
+/// vector path can be issued before the first use.
+template <class T, int K, int kRows, bool fast_load>
+WEFT_FILTERS_HD void median_strip_path(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border, long long z,
+                                       long long y0, long long x0, bool fast_store) {
   static_assert(K == 3 || K == 5, "packed medians: 3×3 or 5×5");
   static_assert(kRows % 2 == 0 || K == 5, "3×3 rows go in pairs");
   using S = Strip<T>;
   constexpr int kExt = S::kExt;
-  const bool fast_load = aligned && x0 >= 2 && x0 + S::kPixels + 2 <= e.nx;
-  const bool fast_store = aligned && x0 + S::kPixels <= e.nx;
   Word out[S::kWords];
   if constexpr (K == 3) {
     Word above[kExt], a[kExt], b[kExt], below[kExt];
@@ -274,6 +272,18 @@ WEFT_FILTERS_HD void median_strip(const T* __restrict__ src, T* __restrict__ dst
       }
     }
   }
+}
+
+/// One strip: kRows output rows from y0, pixels x0 .. x0 + kPixels − 1 of slice z, K = 3 or 5.
+/// `aligned`: src, dst and every row start are 16-byte aligned.
+template <class T, int K, int kRows>
+WEFT_FILTERS_HD void median_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border, long long z,
+                                  long long y0, long long x0, bool aligned) {
+  const bool fast_store = aligned && x0 + Strip<T>::kPixels <= e.nx;
+  if (aligned && x0 >= 2 && x0 + Strip<T>::kPixels + 2 <= e.nx)
+    median_strip_path<T, K, kRows, true>(src, dst, e, border, z, y0, x0, fast_store);
+  else
+    median_strip_path<T, K, kRows, false>(src, dst, e, border, z, y0, x0, fast_store);
 }
 
 }  // namespace weft::filters::device

@@ -5,6 +5,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <string>
+#include <type_traits>
 
 #include "distance_gpu.cuh"
 #include "weft/cuda.hpp"
@@ -154,30 +155,67 @@ __device__ void parabola_window_tile(const std::uint16_t* in, std::uint16_t* out
   __syncthreads();  // the next tile overwrites the window
 }
 
-/// The same tile on pairs of x (u16x2 words, X even), for w ≤ kPackedMaxRadius: values are
-/// clamped to r + 1 on load and each step is one add+min of two lanes (__viaddmin_u16x2, a DPX
-/// instruction on sm_90). Offsets run in blocks of 8 over a register ring of 16 window rows (one
-/// shared load per 8 steps); the padding offsets beyond w add d² > r, which leaves every minimum
-/// ≤ r unchanged and every other one > r, and r + 1 + (w + 7)² < 65536 keeps the lanes from wrapping.
-template <class Policy>
-__device__ void parabola_window_tile_packed(const std::uint32_t* in, std::uint32_t* out, std::int64_t base,
-                                            bool x_in, std::int64_t stride, int length, int tile_first, int w,
-                                            int r, std::uint32_t* window) {
+/// Lane arithmetic of the packed window tiles (32-bit words of several voxels along x).
+/// Parabola: u16x2, step acc ← min(acc, v + d²) (__viaddmin_u16x2, a DPX instruction on sm_90).
+struct ParabolaPairs {
+  static constexpr int kLanes = 2;
+  static constexpr std::uint32_t kSplat = 0x10001u;
+  __device__ static std::uint32_t clamp(std::uint32_t v, std::uint32_t cap) { return __vminu2(v, cap); }
+  __device__ static bool any_within(std::uint32_t v, int r) {
+    return static_cast<int>(v & 0xFFFFu) <= r || static_cast<int>(v >> 16) <= r;
+  }
+  __device__ static std::uint32_t offset(int d) { return static_cast<std::uint32_t>(d * d) * kSplat; }
+  __device__ static std::uint32_t step(std::uint32_t v, std::uint32_t off, std::uint32_t acc) {
+    return __viaddmin_u16x2(v, off, acc);
+  }
+};
+/// Chessboard: u8x4, step acc ← min(acc, max(v, |d|)).
+struct ChessboardQuads {
+  static constexpr int kLanes = 4;
+  static constexpr std::uint32_t kSplat = 0x01010101u;
+  __device__ static std::uint32_t clamp(std::uint32_t v, std::uint32_t cap) { return __vminu4(v, cap); }
+  __device__ static bool any_within(std::uint32_t v, int r) {
+    return __vcmpleu4(v, static_cast<std::uint32_t>(r) * kSplat) != 0;
+  }
+  __device__ static std::uint32_t offset(int d) { return static_cast<std::uint32_t>(d < 0 ? -d : d) * kSplat; }
+  __device__ static std::uint32_t step(std::uint32_t v, std::uint32_t off, std::uint32_t acc) {
+    return __vminu4(acc, __vmaxu4(v, off));
+  }
+};
+
+/// Voxels per thread along x: 1 for the scalar tile (Ops = void), else the word's lanes.
+template <class Ops>
+constexpr int lanes_of() {
+  if constexpr (std::is_void_v<Ops>) return 1;
+  else return Ops::kLanes;
+}
+
+/// The same tile on words of Ops::kLanes consecutive x (X a multiple of the lanes): values are
+/// clamped to r + 1 on load and each step is one add+min (or max+min) of all lanes. Offsets run
+/// in blocks of 8 over a register ring of 16 window rows (one shared load per 8 steps); the
+/// padding offsets beyond w contribute values > r, which leaves every minimum ≤ r unchanged and
+/// every other one > r. The caller keeps the lanes from wrapping: r + 1 + (w + 7)² < 65536
+/// (parabola), w + 7 < 256 and r < 255 (chessboard).
+template <class Policy, class Ops>
+__device__ void window_tile_packed(const std::uint32_t* in, std::uint32_t* out, std::int64_t base, bool x_in,
+                                   std::int64_t stride, int length, int tile_first, int w, int r,
+                                   std::uint32_t* window) {
   constexpr int kItems = Policy::kWindowItems;
-  constexpr int kWidth = Policy::kWindowX;  // words (2 voxels each) per window row
+  constexpr int kWidth = Policy::kWindowX;  // words per window row
+  constexpr int kLanes = Ops::kLanes;
   static_assert(kItems == 8, "the offset loop works in blocks of 8");
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int steps = (2 * w + 1 + 7) / 8 * 8;  // offsets d = i − w, i < steps
   const int rows = Policy::kWindowY * kItems + steps;
   const int first = tile_first - w;
-  const std::uint32_t cap = static_cast<std::uint32_t>(r + 1) * 0x10001u;
+  const std::uint32_t cap = static_cast<std::uint32_t>(r + 1) * Ops::kSplat;
   int near = 0;
   for (int row = ty; row < rows; row += Policy::kWindowY) {
     const int p = first + row;
     std::uint32_t v = cap;
-    if (x_in && p >= 0 && p < length) v = __vminu2(in[(base + p * stride) / 2], cap);
+    if (x_in && p >= 0 && p < length) v = Ops::clamp(in[(base + p * stride) / kLanes], cap);
     window[row * kWidth + tx] = v;
-    near |= static_cast<int>(v & 0xFFFFu) <= r || static_cast<int>(v >> 16) <= r;
+    near |= Ops::any_within(v, r);
   }
   const bool any = __syncthreads_or(near) != 0;
   std::uint32_t acc[kItems];
@@ -196,10 +234,9 @@ __device__ void parabola_window_tile_packed(const std::uint32_t* in, std::uint32
       }
 #pragma unroll
       for (int di = 0; di < kItems; ++di) {
-        const int d = i0 + di - w;
-        const std::uint32_t sq = static_cast<std::uint32_t>(d * d) * 0x10001u;
+        const std::uint32_t off = Ops::offset(i0 + di - w);
 #pragma unroll
-        for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[di + k], sq, acc[k]);
+        for (int k = 0; k < kItems; ++k) acc[k] = Ops::step(ring[di + k], off, acc[k]);
       }
     }
   }
@@ -207,7 +244,7 @@ __device__ void parabola_window_tile_packed(const std::uint32_t* in, std::uint32
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int p = tile_first + ty * kItems + k;
-      if (p < length) out[(base + p * stride) / 2] = acc[k];
+      if (p < length) out[(base + p * stride) / kLanes] = acc[k];
     }
   }
   __syncthreads();  // the next tile overwrites the window
@@ -286,15 +323,15 @@ __global__ __launch_bounds__(Policy::kColumnThreads) void column_distance_kernel
     device::column_line<Op>(f + (l / inner) * outer + l % inner, stride, n, inf, r, stacks, l, lines);
 }
 
-/// Windowed parabola pass over the lines of one axis: tiles (x tile, line tile, outer index), one
-/// per block iteration; element (o, p, x) at o·outer_stride + p·stride + x. Packed: each thread
-/// owns two consecutive x (u16x2 words).
-template <class Policy, bool Packed>
-__global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void parabola_window_kernel(
-    const std::uint16_t* in, std::uint16_t* out, std::int64_t x_size, std::int64_t outer_count,
-    std::int64_t outer_stride, std::int64_t stride, int length, int w, int r) {
+/// Windowed pass over the lines of one axis: tiles (x tile, line tile, outer index), one per
+/// block iteration; element (o, p, x) at o·outer_stride + p·stride + x. Ops = void: scalar u16
+/// parabola; otherwise each thread owns a word of Ops::kLanes consecutive x.
+template <class Policy, class Ops>
+__global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void window_kernel(
+    void* in, void* out, std::int64_t x_size, std::int64_t outer_count, std::int64_t outer_stride,
+    std::int64_t stride, int length, int w, int r) {
   constexpr int kTile = Policy::kWindowY * Policy::kWindowItems;
-  constexpr int kPer = Packed ? 2 : 1;  // voxels per thread along x
+  constexpr int kPer = device::lanes_of<Ops>();  // voxels per thread along x
   constexpr int kTileX = Policy::kWindowX * kPer;
   extern __shared__ std::uint32_t window_words[];  // window rows of kWindowX u16 or u32 values
   const std::int64_t x_tiles = (x_size + kTileX - 1) / kTileX;
@@ -306,13 +343,14 @@ __global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void parabola_
     const int lt = static_cast<int>(rest % line_tiles);
     const std::int64_t o = rest / line_tiles;
     const std::int64_t x = xt * kTileX + threadIdx.x * kPer;
-    if constexpr (Packed)
-      device::parabola_window_tile_packed<Policy>(reinterpret_cast<const std::uint32_t*>(in),
-                                                  reinterpret_cast<std::uint32_t*>(out), o * outer_stride + x,
-                                                  x < x_size, stride, length, lt * kTile, w, r, window_words);
+    if constexpr (std::is_void_v<Ops>)
+      device::parabola_window_tile<Policy>(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out),
+                                           o * outer_stride + x, x < x_size, stride, length, lt * kTile, w, r,
+                                           reinterpret_cast<std::uint16_t*>(window_words));
     else
-      device::parabola_window_tile<Policy>(in, out, o * outer_stride + x, x < x_size, stride, length, lt * kTile,
-                                           w, r, reinterpret_cast<std::uint16_t*>(window_words));
+      device::window_tile_packed<Policy, Ops>(static_cast<const std::uint32_t*>(in),
+                                              static_cast<std::uint32_t*>(out), o * outer_stride + x, x < x_size,
+                                              stride, length, lt * kTile, w, r, window_words);
   }
 }
 
@@ -427,32 +465,51 @@ void launch_rows(const SeedRule& seeds, T* f, const VolumeDims& d, bool squared,
 
 }  // namespace
 
+/// Launches window_kernel<Ops> over the lines of `axis` with window radius w.
+template <class Ops>
+void launch_window(void* in, void* out, const VolumeDims& d, int axis, int w, std::int64_t r, std::size_t word_bytes,
+                   const char* name, cudaStream_t stream) {
+  using P = DistancePolicy;
+  constexpr int kPer = device::lanes_of<Ops>();
+  constexpr int kTile = P::kWindowY * P::kWindowItems;
+  const std::int64_t outer_count = axis == 1 ? d.z : d.y;
+  const std::int64_t outer_stride = axis == 1 ? d.y * d.x : d.x;
+  const std::int64_t stride = axis == 1 ? d.x : d.y * d.x;
+  const int length = static_cast<int>(axis == 1 ? d.y : d.z);
+  const std::int64_t tiles =
+      ((d.x + P::kWindowX * kPer - 1) / (P::kWindowX * kPer)) * ((length + kTile - 1) / kTile) * outer_count;
+  const int rows = std::is_void_v<Ops> ? kTile + 2 * w : kTile + (2 * w + 1 + 7) / 8 * 8;
+  const std::size_t shared = static_cast<std::size_t>(rows) * P::kWindowX * word_bytes;
+  window_kernel<P, Ops><<<grid_for(tiles, 1), dim3(P::kWindowX, P::kWindowY), shared, stream>>>(
+      in, out, d.x, outer_count, outer_stride, stride, length, w, static_cast<int>(r));
+  check_launch(name, stream);
+}
+
 void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& d, int axis,
                             std::int64_t r, cudaStream_t stream) {
   using P = DistancePolicy;
   if (r < 0 || r >= 0xFFFF) throw ConfigError("parabola window: r must be in [0, 65535), got " + std::to_string(r));
   int w = 0;  // ⌊√r⌋, exactly
   while (std::int64_t(w + 1) * (w + 1) <= r) ++w;
-  const std::int64_t outer_count = axis == 1 ? d.z : d.y;
-  const std::int64_t outer_stride = axis == 1 ? d.y * d.x : d.x;
-  const std::int64_t stride = axis == 1 ? d.x : d.y * d.x;
-  const int length = static_cast<int>(axis == 1 ? d.y : d.z);
-  constexpr int kTile = P::kWindowY * P::kWindowItems;
-  const std::int64_t line_tiles = (length + kTile - 1) / kTile;
+  void* src = const_cast<std::uint16_t*>(in);
+  const char* name = axis == 1 ? "window_kernel(parabola, y)" : "window_kernel(parabola, z)";
   // Packed pairs need every element offset even (X even: then Y·X and the volume are too).
-  if (d.x % 2 == 0 && w <= P::kPackedMaxRadius) {
-    const std::int64_t tiles = ((d.x + 2 * P::kWindowX - 1) / (2 * P::kWindowX)) * line_tiles * outer_count;
-    const int steps = (2 * w + 1 + 7) / 8 * 8;
-    const std::size_t shared = static_cast<std::size_t>(kTile + steps) * P::kWindowX * sizeof(std::uint32_t);
-    parabola_window_kernel<P, true><<<grid_for(tiles, 1), dim3(P::kWindowX, P::kWindowY), shared, stream>>>(
-        in, out, d.x, outer_count, outer_stride, stride, length, w, static_cast<int>(r));
-  } else {
-    const std::int64_t tiles = ((d.x + P::kWindowX - 1) / P::kWindowX) * line_tiles * outer_count;
-    const std::size_t shared = static_cast<std::size_t>(kTile + 2 * w) * P::kWindowX * sizeof(std::uint16_t);
-    parabola_window_kernel<P, false><<<grid_for(tiles, 1), dim3(P::kWindowX, P::kWindowY), shared, stream>>>(
-        in, out, d.x, outer_count, outer_stride, stride, length, w, static_cast<int>(r));
-  }
-  check_launch(axis == 1 ? "parabola_window_kernel(y)" : "parabola_window_kernel(z)", stream);
+  if (d.x % 2 == 0 && w <= P::kPackedMaxRadius)
+    launch_window<device::ParabolaPairs>(src, out, d, axis, w, r, sizeof(std::uint32_t), name, stream);
+  else
+    launch_window<void>(src, out, d, axis, w, r, sizeof(std::uint16_t), name, stream);
+}
+
+/// Chessboard pass on u8 words of 4 voxels (X % 4 == 0), window w = r < 249.
+void launch_chessboard_window(const std::uint8_t* in, std::uint8_t* out, const VolumeDims& d, int axis,
+                              std::int64_t r, cudaStream_t stream) {
+  if (d.x % 4 != 0 || r < 0 || r + 7 >= 256)
+    throw ConfigError("chessboard window: needs X % 4 == 0 and r < 249, got X = " + std::to_string(d.x) +
+                      ", r = " + std::to_string(r));
+  launch_window<device::ChessboardQuads>(const_cast<std::uint8_t*>(in), out, d, axis, static_cast<int>(r), r,
+                                         sizeof(std::uint32_t),
+                                         axis == 1 ? "window_kernel(chessboard, y)" : "window_kernel(chessboard, z)",
+                                         stream);
 }
 
 void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int32_t* stacks, const VolumeDims& d,
@@ -554,6 +611,15 @@ void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, con
   const SeedRule background{mask, nullptr, 0};
   launch_rows<std::uint8_t>(background, out, d, false, std::uint8_t{255}, stream);
   for (int axis = 1; axis >= 0; --axis) launch_byte_column<LineOp::cone>(out, d, axis, 0, stream);
+}
+
+void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* out, std::uint8_t* scratch,
+                                        const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
+  if (d.voxels() == 0) return;
+  const SeedRule background{mask, nullptr, 0};
+  launch_rows<std::uint8_t>(background, out, d, false, std::uint8_t{255}, stream);
+  launch_chessboard_window(out, scratch, d, 1, bound, stream);
+  launch_chessboard_window(scratch, out, d, 0, bound, stream);
 }
 
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,

@@ -54,6 +54,15 @@ class GpuBackend {
       cuda::launch_max_u8(distance8_.data<std::uint8_t>(), dims_.voxels(), maximum, stream_);
       return read_maximum(maximum);
     }
+    if (element_ == Element::cube && max_size_ >= 0 && max_size_ + 1 < 249 && dims_.x % 4 == 0) {
+      // Sizes up to N only compare D with n ≤ N + 1: D exact up to N + 1 (N + 2 beyond) in u8.
+      distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
+      cuda::launch_bounded_chessboard_distance(mask_.data<std::uint8_t>(), distance8_.data<std::uint8_t>(),
+                                               static_cast<std::uint8_t*>(work_.raw()), dims_, max_size_ + 1,
+                                               stream_);
+      cuda::launch_max_u8(distance8_.data<std::uint8_t>(), dims_.voxels(), maximum, stream_);
+      return read_maximum(maximum);
+    }
     distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
     if (element_ != Element::octahedron)
       stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);

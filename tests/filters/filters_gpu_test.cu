@@ -124,7 +124,7 @@ TEST_F(FiltersGpu, ConvolveWithinTolerance) {
         }
 }
 
-// The blocked kernel (radius ≤ 3): blocks of 128 × 32 outputs, so these shapes give blocks wholly
+// The blocked kernel (radius ≤ 5): blocks of 128 × 32 outputs, so these shapes give blocks wholly
 // inside the image (gathered without borders) next to edge blocks, widths a multiple of 4 (float4
 // stores) or not, and the tile −1/0/+1.
 TEST_F(FiltersGpu, BlockedConvolutionMatchesOnInteriorAndEdgeBlocks) {
@@ -132,7 +132,7 @@ TEST_F(FiltersGpu, BlockedConvolutionMatchesOnInteriorAndEdgeBlocks) {
   for (DType t : {DType::f32, DType::u8, DType::f16})
     for (const Shape& s : {Shape(31, 127), Shape(32, 128), Shape(33, 129), Shape(70, 300), Shape(101, 517),
                            Shape(2, 40, 260)})
-      for (int size : {1, 3, 5, 7})
+      for (int size : {1, 3, 5, 7, 9, 11})
         for (Border b : kBorders) {
           std::mt19937 rng(seed);
           std::uniform_real_distribution<float> u(-1.0f, 1.0f);

@@ -269,7 +269,9 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* w,
       case 0: return convolve_blocked<0>(src, dst, e, w, border, stream);
       case 1: return convolve_blocked<1>(src, dst, e, w, border, stream);
       case 2: return convolve_blocked<2>(src, dst, e, w, border, stream);
-      default: return convolve_blocked<3>(src, dst, e, w, border, stream);
+      case 3: return convolve_blocked<3>(src, dst, e, w, border, stream);
+      case 4: return convolve_blocked<4>(src, dst, e, w, border, stream);
+      default: return convolve_blocked<5>(src, dst, e, w, border, stream);
     }
   }
   switch (r) {

@@ -27,7 +27,7 @@ struct MedianPolicy {
 };
 /// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
 /// memory, each thread keeping rows_per_thread accumulators (register blocking).
-/// Radius ≤ blocked_max_radius: the blocked kernel instead, each thread a blocked_columns ×
+/// Radius ≤ blocked_max_radius (at most 5): the blocked kernel instead, each thread a blocked_columns ×
 /// blocked_rows block of outputs read from float4 rows of the tile (each tile value loaded once
 /// per thread row, not once per tap: (4 + 2r)(8 + 2r) / 32 shared loads per output instead of
 /// (2r + 1)²), weights in registers, the tile gathered without border arithmetic when inside.
@@ -37,7 +37,7 @@ struct ConvolvePolicy {
   int block_y = 8;
   int rows_per_thread = 4;
   bool blocked = true;
-  int blocked_max_radius = 3;
+  int blocked_max_radius = 5;
   int blocked_block_x = 32;
   int blocked_block_y = 4;
   int blocked_columns = 4;
@@ -60,6 +60,7 @@ static_assert(median_policy(90).packed_rows_3 % 2 == 0, "3×3 strips take rows i
 static_assert(convolve_policy(90).block_x * convolve_policy(90).block_y <= kMaxThreads);
 static_assert(convolve_policy(90).blocked_block_x * convolve_policy(90).blocked_block_y <= kMaxThreads);
 static_assert(convolve_policy(90).blocked_columns == 4, "one float4 per tile read");
+static_assert(convolve_policy(90).blocked_max_radius <= 5, "blocked kernels instantiated up to radius 5");
 static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
 
 /// Loads rows [y0 - ry, y0 + rows + ry) × columns [x0 - rx, x0 + cols + rx) of slice z (border

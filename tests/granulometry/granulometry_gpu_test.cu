@@ -87,6 +87,24 @@ TEST(GranulometryGpu, MatchesCpuOnBalls) {
   WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// With --max-size N the GPU computes the erosion distances only up to the bound the sizes need
+// (u8 for octahedra and cubes, u16 for balls, windowed passes; cubes when X % 4 == 0): the same
+// curves and size maps as the exact CPU path, including sizes past the largest ball and X that
+// take the packed (X % 4 == 0, X even) and scalar kernels.
+TEST(GranulometryGpu, MatchesCpuWithMaxSize) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream = nullptr;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  const Shape shapes[] = {Shape(40, 37, 64), Shape(21, 66, 30), Shape(17, 29, 45)};
+  std::uint32_t seed = 11;
+  for (const Shape& s : shapes) {
+    Array mask = balls(s, 9, 0.45, seed++);
+    for (Element e : {Element::octahedron, Element::cube, Element::ball})
+      for (int last : {0, 3, 12}) expect_same_as_cpu(mask, e, last, stream);
+  }
+  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p);
   std::stringstream ss;

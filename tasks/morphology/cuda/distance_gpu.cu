@@ -500,11 +500,13 @@ void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const V
     launch_window<void>(src, out, d, axis, w, r, sizeof(std::uint16_t), name, stream);
 }
 
-/// Chessboard pass on u8 words of 4 voxels (X % 4 == 0), window w = r < 249.
+/// Chessboard pass on u8 words of 4 voxels (X % 4 == 0), window w = r ≤ kPackedMaxRadius (so
+/// that w + 7 < 256 and the window fits 48 KiB of shared memory).
 void launch_chessboard_window(const std::uint8_t* in, std::uint8_t* out, const VolumeDims& d, int axis,
                               std::int64_t r, cudaStream_t stream) {
-  if (d.x % 4 != 0 || r < 0 || r + 7 >= 256)
-    throw ConfigError("chessboard window: needs X % 4 == 0 and r < 249, got X = " + std::to_string(d.x) +
+  if (d.x % 4 != 0 || r < 0 || r > DistancePolicy::kPackedMaxRadius)
+    throw ConfigError("chessboard window: needs X % 4 == 0 and r <= " +
+                      std::to_string(DistancePolicy::kPackedMaxRadius) + ", got X = " + std::to_string(d.x) +
                       ", r = " + std::to_string(r));
   launch_window<device::ChessboardQuads>(const_cast<std::uint8_t*>(in), out, d, axis, static_cast<int>(r), r,
                                          sizeof(std::uint32_t),

@@ -22,8 +22,8 @@ struct DistancePolicy {
   static constexpr int kWindowX = 32;
   static constexpr int kWindowY = 8;
   static constexpr int kWindowItems = 8;
-  // Packed (u16x2) windows up to this radius: shared (64 + 2·150 + 8) rows × 128 B < 48 KiB, and
-  // r + 1 + (w + 7)² < 65536.
+  // Packed windows (u16x2 parabola, u8x4 chessboard) up to this radius: shared (64 + 2·150 + 8)
+  // rows × 128 B < 48 KiB, r + 1 + (w + 7)² < 65536 (parabola) and w + 7 < 256 (chessboard).
   static constexpr int kPackedMaxRadius = 150;
   static_assert(kWindowX == 32, "one warp per line row of the window tile");
   static_assert((kPackedMaxRadius + 1) * (kPackedMaxRadius + 1) + (kPackedMaxRadius + 7) * (kPackedMaxRadius + 7) <
@@ -82,7 +82,7 @@ void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, 
 void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, const VolumeDims& dims,
                                 cudaStream_t stream);
 /// out ← chessboard (cube) distance to the nearest background voxel where it is ≤ bound,
-/// bound + 1 elsewhere, as u8 (bound < 249, X % 4 == 0): the cube's erosion distances for every
+/// bound + 1 elsewhere, as u8 (bound ≤ DistancePolicy::kPackedMaxRadius, X % 4 == 0): the cube's erosion distances for every
 /// size ≤ bound, from a row pass and two windowed passes on words of 4 voxels. `scratch` holds
 /// voxels u8.
 void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* out, std::uint8_t* scratch,

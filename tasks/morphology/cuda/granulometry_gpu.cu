@@ -54,7 +54,8 @@ class GpuBackend {
       cuda::launch_max_u8(distance8_.data<std::uint8_t>(), dims_.voxels(), maximum, stream_);
       return read_maximum(maximum);
     }
-    if (element_ == Element::cube && max_size_ >= 0 && max_size_ + 1 < 249 && dims_.x % 4 == 0) {
+    if (element_ == Element::cube && max_size_ >= 0 && max_size_ + 1 <= cuda::DistancePolicy::kPackedMaxRadius &&
+        dims_.x % 4 == 0) {
       // Sizes up to N only compare D with n ≤ N + 1: D exact up to N + 1 (N + 2 beyond) in u8.
       distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
       cuda::launch_bounded_chessboard_distance(mask_.data<std::uint8_t>(), distance8_.data<std::uint8_t>(),
@@ -94,8 +95,9 @@ class GpuBackend {
       throw ConfigError("granulometry_gpu: sizes up to 65534 for octahedra and cubes, asked " + std::to_string(r));
     cuda::launch_opening_count(distance_.empty() ? nullptr : distance_.data<std::int32_t>(),
                                distance16_.empty() ? nullptr : distance16_.data<std::uint16_t>(),
-                               distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>(), r, work_.raw(), stacks(), dims_, element_,
-                               update_size_map ? size_map_.data<std::int32_t>() : nullptr, n, slot, stream_);
+                               distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>(), r, work_.raw(),
+                               stacks(), dims_, element_, update_size_map ? size_map_.data<std::int32_t>() : nullptr,
+                               n, slot, stream_);
   }
 
   void flush() {

@@ -82,9 +82,9 @@ void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, 
 void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, const VolumeDims& dims,
                                 cudaStream_t stream);
 /// out ← chessboard (cube) distance to the nearest background voxel where it is ≤ bound,
-/// bound + 1 elsewhere, as u8 (bound ≤ DistancePolicy::kPackedMaxRadius, X % 4 == 0): the cube's erosion distances for every
-/// size ≤ bound, from a row pass and two windowed passes on words of 4 voxels. `scratch` holds
-/// voxels u8.
+/// bound + 1 elsewhere, as u8 (bound ≤ DistancePolicy::kPackedMaxRadius, X % 4 == 0): the
+/// cube's erosion distances for every size ≤ bound, from a row pass and two windowed passes on
+/// words of 4 voxels. `scratch` holds voxels u8.
 void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* out, std::uint8_t* scratch,
                                         const VolumeDims& dims, std::int64_t bound, cudaStream_t stream);
 /// *maximum = max(*maximum, max f) over u8 values.

@@ -13,13 +13,16 @@ namespace {
 int mapping_main(int argc, char** argv) {
   std::string action, file, app;
   int ranks = 0;
+  int gpus = -1;
   po::options_description desc("Options");
   desc.add_options()("help,h", "show this help")
       ("action", po::value(&action), "check")
       ("file", po::value(&file), "the mapping file (YAML)")
       ("app", po::value(&app)->default_value("demo"), "the application whose graph the file maps")
       ("ranks", po::value(&ranks)->default_value(0),
-       "check against this many ranks with this machine's devices (default: the file's 'ranks', else the job's)");
+       "check against this many ranks with this machine's devices (default: the file's 'ranks', else the job's)")
+      ("gpus", po::value(&gpus)->default_value(-1),
+       "check as if every rank had this many GPUs (for a machine other than this one)");
   po::positional_options_description pos;
   pos.add("action", 1).add("file", 1);
   po::variables_map vm;
@@ -44,6 +47,11 @@ int mapping_main(int argc, char** argv) {
       cluster.ranks.push_back(model);
     }
   }
+  if (gpus >= 0)
+    for (auto& r : cluster.ranks) {
+      r.gpus.clear();
+      for (int g = 0; g < gpus; ++g) r.gpus.push_back({g, "hypothetical GPU", 0, 9, 0, 0, "gpu" + std::to_string(g)});
+    }
   Graph graph = graph_def->build();
   mapper.check(graph, cluster);
   if (!env || env->rank() == 0) {

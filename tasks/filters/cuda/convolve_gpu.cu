@@ -64,33 +64,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   convolve_tile<kRadius, kRows>(conv_smem, src, dst, e, weights, radius, border);
 }
 
-/// Tile rows [y0 − r, y0 + rows + r) × columns [x0 − r, x0 + cols + r) of slice z as floats, row
-/// pitch `pitch`; border arithmetic only for blocks that touch an edge.
-template <class T>
-__device__ void load_tile_rows(float* tile, int pitch, const T* __restrict__ src, Extent e, long long z, long long y0,
-                               long long x0, int rows, int cols, int r, int border) {
-  const bool inside = y0 - r >= 0 && x0 - r >= 0 && y0 + rows + r <= e.ny && x0 + cols + r <= e.nx;
-  const int h = rows + 2 * r;
-  const int w = cols + 2 * r;
-  for (int ty = threadIdx.y; ty < h; ty += blockDim.y) {
-    const long long yi = inside ? y0 - r + ty : border_index(y0 - r + ty, e.ny, border);
-    float* line = tile + ty * pitch;
-    if (yi < 0) {
-      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = 0.0f;
-      continue;
-    }
-    const T* row = src + (z * e.ny + yi) * e.nx;
-    if (inside) {
-      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = to_float(row[x0 - r + tx]);
-    } else {
-      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) {
-        const long long xi = border_index(x0 - r + tx, e.nx, border);
-        line[tx] = xi < 0 ? 0.0f : to_float(row[xi]);
-      }
-    }
-  }
-}
-
 /// Float4 reads per tile row of the blocked kernel (kCols + 2r values) and the tile's row pitch.
 template <int kRadius, int kCols> constexpr int kBlockedVectors = (kCols + 2 * kRadius + 3) / 4;
 __host__ __device__ constexpr int blocked_pitch(int cols, int vectors) { return cols + 4 * (vectors - 1); }
@@ -111,7 +84,7 @@ __device__ void convolve_blocked_tile(float* tile, const T* __restrict__ src, T*
   float w[K * K];
 #pragma unroll
   for (int i = 0; i < K * K; ++i) w[i] = __ldg(weights + i);
-  load_tile_rows(tile, pitch, src, e, z, y0, x0, rows, cols, kRadius, border);
+  load_tile_pitched(tile, pitch, src, e, z, y0, x0, rows, cols, kRadius, kRadius, border, ToFloat{});
   __syncthreads();
   float acc[kRows][kCols];
 #pragma unroll

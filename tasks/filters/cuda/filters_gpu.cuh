@@ -63,21 +63,39 @@ static_assert(convolve_policy(90).blocked_columns == 4, "one float4 per tile rea
 static_assert(convolve_policy(90).blocked_max_radius <= 5, "blocked kernels instantiated up to radius 5");
 static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
 
-/// Loads rows [y0 - ry, y0 + rows + ry) × columns [x0 - rx, x0 + cols + rx) of slice z (border
-/// applied) into `tile` (pitch cols + 2rx), converted by `convert`, with all threads of the block.
+/// Loads rows [y0 − ry, y0 + rows + ry) × columns [x0 − rx, x0 + cols + rx) of slice z (border
+/// applied) into `tile` (row pitch `pitch`), converted by `convert`, with all threads of the block:
+/// a warp per tile row (blockDim.x = 32), border arithmetic only in blocks that touch an edge.
 template <class S, class T, class Convert>
-__device__ void load_tile(S* tile, const T* __restrict__ src, Extent e, long long z, long long y0, long long x0,
-                          int rows, int cols, int ry, int rx, int border, Convert convert) {
-  const int pitch = cols + 2 * rx;
-  const int count = (rows + 2 * ry) * pitch;
-  const int threads = blockDim.x * blockDim.y;
-  for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < count; i += threads) {
-    const int ty = i / pitch;
-    const int tx = i - ty * pitch;
-    const long long yi = border_index(y0 - ry + ty, e.ny, border);
-    const long long xi = border_index(x0 - rx + tx, e.nx, border);
-    tile[i] = (yi < 0 || xi < 0) ? S(0) : convert(src[(z * e.ny + yi) * e.nx + xi]);
+__device__ __forceinline__ void load_tile_pitched(S* tile, int pitch, const T* __restrict__ src, Extent e, long long z, long long y0,
+                                  long long x0, int rows, int cols, int ry, int rx, int border, Convert convert) {
+  const bool inside = y0 - ry >= 0 && x0 - rx >= 0 && y0 + rows + ry <= e.ny && x0 + cols + rx <= e.nx;
+  const int h = rows + 2 * ry;
+  const int w = cols + 2 * rx;
+  for (int ty = threadIdx.y; ty < h; ty += blockDim.y) {
+    const long long yi = inside ? y0 - ry + ty : border_index(y0 - ry + ty, e.ny, border);
+    S* line = tile + ty * pitch;
+    if (yi < 0) {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = S(0);
+      continue;
+    }
+    const T* row = src + (z * e.ny + yi) * e.nx;
+    if (inside) {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) line[tx] = convert(row[x0 - rx + tx]);
+    } else {
+      for (int tx = threadIdx.x; tx < w; tx += blockDim.x) {
+        const long long xi = border_index(x0 - rx + tx, e.nx, border);
+        line[tx] = xi < 0 ? S(0) : convert(row[xi]);
+      }
+    }
   }
+}
+
+/// load_tile_pitched with the tile's rows packed (pitch cols + 2rx).
+template <class S, class T, class Convert>
+__device__ __forceinline__ void load_tile(S* tile, const T* __restrict__ src, Extent e, long long z, long long y0, long long x0,
+                          int rows, int cols, int ry, int rx, int border, Convert convert) {
+  load_tile_pitched(tile, cols + 2 * rx, src, e, z, y0, x0, rows, cols, ry, rx, border, convert);
 }
 
 }  // namespace weft::filters::device

@@ -184,6 +184,13 @@ void* acquire_task_stream(int device) {
   return st;
 }
 
+void trim_device_pools() noexcept {
+  for (int d = 0; d < gpu_count(); ++d) {
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, d) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+  }
+}
+
 bool is_task_stream(int device, void* stream) noexcept {
   if (device < 0 || device >= gpu_count()) return false;
   DeviceState& s = state(device);
@@ -258,6 +265,7 @@ Array copy_to_device(const Array&, int, void*, std::shared_ptr<Event>&) { no_cud
 void* acquire_task_stream(int) { no_cuda(); }
 void release_task_stream(int, void*) noexcept {}
 bool is_task_stream(int, void*) noexcept { return false; }
+void trim_device_pools() noexcept {}
 Array copy_to_host(const Array&, const Event*) { no_cuda(); }
 Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&) { no_cuda(); }
 

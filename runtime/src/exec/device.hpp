@@ -60,6 +60,9 @@ void synchronize_stream(int device, void* stream);
 /// device's compute stream stays the home where pooled memory is freed.
 [[nodiscard]] void* acquire_task_stream(int device);
 void release_task_stream(int device, void* stream) noexcept;
+/// Gives the unused memory of every device pool back (end of a run), so that libraries that
+/// allocate outside the pool (cuFFT plans, NCCL) find it.
+void trim_device_pools() noexcept;
 /// Whether `stream` is one the runtime created for a task (they live as long as the process).
 [[nodiscard]] bool is_task_stream(int device, void* stream) noexcept;
 

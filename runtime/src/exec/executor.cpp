@@ -486,6 +486,7 @@ void RunHandle::wait() {
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
     run.waited = true;
+    detail::trim_device_pools();
     if (!run.options.trace_file.empty()) {
       std::string local = run.trace.events_json(run.rank, 0);
       std::string all = run.remote ? run.remote->gather_trace(local, run.trace) : local;

@@ -134,12 +134,15 @@ TEST(StaticGpuPopOut, OddBarPopsOut) {
   const Array field = test::popout_field(128, 3, 4, odd);
   RetinaGpu retina;
   GaborGpu bank(0, 6);
-  const Interacted inter = interactions_gpu({bank.run(retina.run(to_device(field, stream), 0, stream), 0, stream)}, 0, stream);
-  const Array map = to_host(normalize_gpu(inter.maps, inter.stats, 0, stream), stream);
-  const float* s = map.data<float>();
-  const auto best = std::max_element(s, s + map.size()) - s;
-  EXPECT_LE(std::abs(best / 128 - odd.y), 6);
-  EXPECT_LE(std::abs(best % 128 - odd.x), 6);
+  {  // device arrays ordered on `stream` drop before the stream is destroyed
+    const Interacted inter = interactions_gpu({bank.run(retina.run(to_device(field, stream), 0, stream), 0, stream)}, 0, stream);
+    const Array map = to_host(normalize_gpu(inter.maps, inter.stats, 0, stream), stream);
+    const float* s = map.data<float>();
+    const auto best = std::max_element(s, s + map.size()) - s;
+    EXPECT_LE(std::abs(best / 128 - odd.y), 6);
+    EXPECT_LE(std::abs(best % 128 - odd.x), 6);
+  }
+  cudaStreamSynchronize(stream);
   cudaStreamDestroy(stream);
 }
 

@@ -70,9 +70,9 @@ Array Array::device(DType type, Shape shape, int device, void* stream) {
   auto buf = std::make_shared<detail::Buffer>();
   std::size_t bytes = static_cast<std::size_t>(shape.size()) * dtype_size(type);
   buf->ptr = detail::device_pool_acquire(device, bytes, stream);
-  // Task streams live as long as the process: free there, in order with the task's work. A
-  // caller's own stream may be gone when the array drops: free on the device's home stream.
-  buf->release_stream = stream && detail::is_task_stream(device, stream) ? stream : nullptr;
+  // Freed in order on the stream it was allocated on (a task's stream, or the caller's, which
+  // must outlive the array); arrays that travel between tasks are moved to the home stream.
+  buf->release_stream = stream;
   buf->capacity = bytes;
   buf->memory = Memory::on_device(device);
   buf->owner = detail::Buffer::Owner::device_pool;

@@ -29,7 +29,6 @@ struct DeviceState {
   std::mutex event_mutex;
   std::vector<cudaEvent_t> free_events;
   std::vector<cudaStream_t> free_streams;
-  std::vector<cudaStream_t> all_task_streams;
 };
 
 DeviceState& state(int device) {
@@ -179,8 +178,6 @@ void* acquire_task_stream(int device) {
   WEFT_CUDA_CHECK(cudaSetDevice(device));
   cudaStream_t st;
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  std::lock_guard lock(s.event_mutex);
-  s.all_task_streams.push_back(st);
   return st;
 }
 
@@ -191,13 +188,6 @@ void trim_device_pools() noexcept {
   }
 }
 
-bool is_task_stream(int device, void* stream) noexcept {
-  if (device < 0 || device >= gpu_count()) return false;
-  DeviceState& s = state(device);
-  std::lock_guard lock(s.event_mutex);
-  return std::find(s.all_task_streams.begin(), s.all_task_streams.end(), static_cast<cudaStream_t>(stream)) !=
-         s.all_task_streams.end();
-}
 
 void release_task_stream(int device, void* stream) noexcept {
   DeviceState& s = state(device);
@@ -264,7 +254,6 @@ void synchronize_stream(int, void*) { no_cuda(); }
 Array copy_to_device(const Array&, int, void*, std::shared_ptr<Event>&) { no_cuda(); }
 void* acquire_task_stream(int) { no_cuda(); }
 void release_task_stream(int, void*) noexcept {}
-bool is_task_stream(int, void*) noexcept { return false; }
 void trim_device_pools() noexcept {}
 Array copy_to_host(const Array&, const Event*) { no_cuda(); }
 Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&) { no_cuda(); }

@@ -63,8 +63,7 @@ void release_task_stream(int device, void* stream) noexcept;
 /// Gives the unused memory of every device pool back (end of a run), so that libraries that
 /// allocate outside the pool (cuFFT plans, NCCL) find it.
 void trim_device_pools() noexcept;
-/// Whether `stream` is one the runtime created for a task (they live as long as the process).
-[[nodiscard]] bool is_task_stream(int device, void* stream) noexcept;
+
 
 }  // namespace weft::detail
 

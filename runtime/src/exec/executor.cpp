@@ -211,6 +211,7 @@ void drive(State& run, Node& node) {
     if (gpu) detail::bind_device(node.place.device);
     task.start(ctx);
     const bool forwards = !task.moves_data();
+    std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
     std::vector<Array> held;
     void* home = gpu ? detail::device_streams(node.place.device).compute : nullptr;
@@ -292,6 +293,15 @@ void drive(State& run, Node& node) {
       for (auto& v : ctx.values()) v = Value{};
       held.clear();
       if (gpu && !run.options.overlap) detail::synchronize_stream(node.place.device, ctx.stream());
+      if (ready) {
+        // Back-pressure on the GPU too: a task keeps at most `channel_capacity` firings queued on
+        // its stream, so device memory in flight stays bounded however fast the host side runs.
+        outstanding.push_back(ready);
+        if (outstanding.size() > static_cast<std::size_t>(run.options.channel_capacity)) {
+          outstanding.front()->synchronize();
+          outstanding.pop_front();
+        }
+      }
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         if (!ctx.outputs()[p]) continue;
         // A forwarding task passes on the event that came with the value.

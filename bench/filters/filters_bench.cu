@@ -12,6 +12,7 @@
 
 #include "peers.hpp"
 #include "result.hpp"
+#include "gpu.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/filters/cuda.hpp"
 
@@ -30,20 +31,6 @@ struct Buffers {
   void* h_out = nullptr;
 };
 
-double copy_bandwidth(cudaStream_t stream) {
-  const std::size_t bytes = std::size_t(1) << 30;
-  void *a = nullptr, *b = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
-  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
-  WEFT_CUDA_CHECK(cudaMemset(a, 1, bytes));
-  const double ms = time_ms(kReps, stream, [&] {
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
-  });
-  WEFT_CUDA_CHECK(cudaFree(a));
-  WEFT_CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes / (ms * 1e-3);  // bytes read + written per second
-}
-
 struct Row {
   std::string filter;
   int n = 0;
@@ -57,7 +44,7 @@ int main(int argc, char** argv) {
   weft::bench::Result result("filters", argc, argv);
   cudaStream_t stream;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
-  const double bandwidth = copy_bandwidth(stream);
+  const double bandwidth = bench::device_copy_bandwidth(stream);
   std::printf("device copy bandwidth (read + write): %.1f GB/s\n", bandwidth / 1e9);
   result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
 

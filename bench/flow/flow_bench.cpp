@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "result.hpp"
+#include "gpu.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/flow/colour.hpp"
 #include "weft/tasks/flow/flow.hpp"
@@ -66,31 +67,6 @@ double time_ms(const Array& a, const Array& b, const FlowParams& p, int reps, cu
   return bench::median(t);
 }
 
-// Measured device-to-device copy bandwidth (bytes read + written per second).
-double measure_bandwidth(cudaStream_t s) {
-  const std::size_t bytes = std::size_t(1) << 30;
-  void *a, *b;
-  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
-  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
-  cudaEvent_t e0, e1;
-  WEFT_CUDA_CHECK(cudaEventCreate(&e0));
-  WEFT_CUDA_CHECK(cudaEventCreate(&e1));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    WEFT_CUDA_CHECK(cudaEventRecord(e0, s));
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
-    WEFT_CUDA_CHECK(cudaEventRecord(e1, s));
-    WEFT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms);
-  }
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * double(bytes) / (bench::median(t) * 1e-3);
-}
-
 // Bytes one inner iteration moves per pixel (reads + writes), from the kernels' loads and stores:
 // tvl1: u (float2) r/w, two duals r/w, (Ix,Iy), rho_c; hs/clg: u r/w and 5 tensor planes.
 double bytes_per_pixel_iteration(Method m, Precision p) {
@@ -137,7 +113,7 @@ int main(int argc, char** argv) {
   bench::Result result("flow", argc, argv);
   cudaStream_t s;
   WEFT_CUDA_CHECK(cudaStreamCreate(&s));
-  const double bw = measure_bandwidth(s);
+  const double bw = bench::device_copy_bandwidth(s);
   result.metric("measured_bandwidth_GBps", bw / 1e9);
   std::printf("measured device bandwidth %.0f GB/s\n\n", bw / 1e9);
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "result.hpp"
+#include "gpu.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
@@ -31,24 +32,6 @@ using morphology::Element;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-/// Device-to-device copy bandwidth (bytes read + written per second) over 1 GiB.
-double copy_bandwidth(cudaStream_t stream) {
-  const std::size_t bytes = std::size_t{1} << 30;
-  void *a = nullptr, *b = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
-  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int reps = 10;
-  const auto t0 = Clock::now();
-  for (int i = 0; i < reps; ++i) WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const double t = seconds_since(t0);
-  WEFT_CUDA_CHECK(cudaFree(a));
-  WEFT_CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes * reps / t;
-}
 
 /// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu). Octahedra and
 /// cubes (sizes < 255) on u8: row pass 5 (u8 copy of the erosion distances read by both scans,
@@ -110,7 +93,7 @@ int main(int argc, char** argv) {
   bench::Result result("granulometry", argc, argv);
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
-  const double bandwidth = copy_bandwidth(stream);
+  const double bandwidth = bench::device_copy_bandwidth(stream);
   result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
   result.metric("max_size", last);
   // Integer peak for the ball's window arithmetic: 64 INT32 lanes per SM per clock (sm_90), two

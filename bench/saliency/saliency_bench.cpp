@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "result.hpp"
+#include "gpu.hpp"
 #include "weft/cuda.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/tasks/saliency/bank.hpp"
@@ -23,24 +24,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-/// Device-to-device copy bandwidth (bytes read + written per second) over 512 MiB.
-double copy_bandwidth(cudaStream_t stream) {
-  const std::size_t bytes = std::size_t{1} << 29;
-  void *a = nullptr, *b = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
-  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int reps = 20;
-  const auto t0 = Clock::now();
-  for (int i = 0; i < reps; ++i) WEFT_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const double t = seconds_since(t0);
-  WEFT_CUDA_CHECK(cudaFree(a));
-  WEFT_CUDA_CHECK(cudaFree(b));
-  return 2.0 * static_cast<double>(bytes) * reps / t;
-}
 
 /// Bytes the GPU stages read and write per frame (each FFT counted as one read and one write,
 /// the least it can do): window (u8 in, f32 out), R2C, the bank (spectrum in, 24 spectra out),
@@ -172,7 +155,7 @@ int main(int argc, char** argv) {
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaSetDevice(0));
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
-  const double bandwidth = copy_bandwidth(stream);
+  const double bandwidth = bench::device_copy_bandwidth(stream);
   result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
   std::printf("copy bandwidth %.0f GB/s\n", bandwidth / 1e9);
   std::printf("groups 0 = frame farm of 2 whole-pathway tasks on GPU 0\n");

@@ -19,15 +19,8 @@ TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
   int last = env->size() - 1;
   int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
   for (bool overlap : {true, false}) {
-    Graph g;
-    auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
-    auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
-    auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
     auto rec = std::make_shared<tasks::Collect::Record>();
-    auto& sink = g.add<tasks::Collect>("sink", rec);
-    g.connect(src.out, a.in);
-    g.connect(a.out, b.in);
-    g.connect(b.out, sink.in);
+    Graph g = test::affine_chain(kTokens, kLength, rec);
     Mapping m;
     m.set("source", Place::host(0));
     m.set("a", Place::cuda(0, 0));

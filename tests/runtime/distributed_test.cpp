@@ -19,15 +19,8 @@ int last_rank() { return env->size() - 1; }
 
 TEST(Distributed, ChainAcrossRanksDeliversEveryTokenInOrder) {
   constexpr std::uint64_t kTokens = 10000;
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", kTokens, 16);
-  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
-  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
   auto rec = std::make_shared<tasks::Collect::Record>();
-  auto& sink = g.add<tasks::Collect>("sink", rec);
-  g.connect(src.out, a.in);
-  g.connect(a.out, b.in);
-  g.connect(b.out, sink.in);
+  Graph g = test::affine_chain(kTokens, 16, rec);
   Mapping m;
   m.set("source", Place::host(0));
   m.set("a", Place::host(last_rank()));
@@ -45,18 +38,8 @@ TEST(Distributed, ChainAcrossRanksDeliversEveryTokenInOrder) {
 
 TEST(Distributed, FanOutOverEveryRankFanInOnOne) {
   constexpr std::uint64_t kTokens = 2000;
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
-  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
-  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
-  auto& sum = g.add<tasks::Add>("sum");
   auto rec = std::make_shared<tasks::Collect::Record>();
-  auto& sink = g.add<tasks::Collect>("sink", rec);
-  g.connect(src.out, left.in);
-  g.connect(src.out, right.in);
-  g.connect(left.out, sum.lhs);
-  g.connect(right.out, sum.rhs);
-  g.connect(sum.out, sink.in);
+  Graph g = test::fan_in(kTokens, 8, rec);
   Mapping m;
   int n = env->size();
   m.set("source", Place::host(0));

@@ -65,6 +65,35 @@ class FailAt final : public Task {
   std::uint64_t at_;
 };
 
+/// source -> a (2x+1) -> b (0.5x-3) -> sink, the chain most executor tests run.
+inline Graph affine_chain(std::uint64_t tokens, std::int64_t length, std::shared_ptr<tasks::Collect::Record> rec) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", tokens, length);
+  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
+  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
+  auto& sink = g.add<tasks::Collect>("sink", std::move(rec));
+  g.connect(src.out, a.in);
+  g.connect(a.out, b.in);
+  g.connect(b.out, sink.in);
+  return g;
+}
+
+/// source -> {left (2x), right (1-x)} -> sum -> sink: fan-out and fan-in joined by token index.
+inline Graph fan_in(std::uint64_t tokens, std::int64_t length, std::shared_ptr<tasks::Collect::Record> rec) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", tokens, length);
+  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
+  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
+  auto& sum = g.add<tasks::Add>("sum");
+  auto& sink = g.add<tasks::Collect>("sink", std::move(rec));
+  g.connect(src.out, left.in);
+  g.connect(src.out, right.in);
+  g.connect(left.out, sum.lhs);
+  g.connect(right.out, sum.rhs);
+  g.connect(sum.out, sink.in);
+  return g;
+}
+
 /// Expected checksum content of token k after Affine(a1,b1) then Affine(a2,b2).
 inline float expected(std::uint64_t k, std::int64_t i, std::int64_t n, float a1, float b1, float a2, float b2) {
   float x = tasks::ArraySource::value(k, i, n);

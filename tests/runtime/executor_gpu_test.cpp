@@ -9,18 +9,6 @@ namespace {
 
 int gpus() { return local_devices(0).gpus.size(); }
 
-Graph chain(std::uint64_t tokens, std::int64_t length, std::shared_ptr<tasks::Collect::Record> rec) {
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", tokens, length);
-  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
-  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
-  auto& sink = g.add<tasks::Collect>("sink", std::move(rec));
-  g.connect(src.out, a.in);
-  g.connect(a.out, b.in);
-  g.connect(b.out, sink.in);
-  return g;
-}
-
 }  // namespace
 
 TEST(ExecutorGpu, TenThousandTokensCpuGpuCpuCompleteInOrderAndEqualToCpu) {
@@ -29,7 +17,7 @@ TEST(ExecutorGpu, TenThousandTokensCpuGpuCpuCompleteInOrderAndEqualToCpu) {
   constexpr std::int64_t kLength = 1000;
   for (bool overlap : {true, false}) {
     auto on_gpu = std::make_shared<tasks::Collect::Record>();
-    Graph g = chain(kTokens, kLength, on_gpu);
+    Graph g = test::affine_chain(kTokens, kLength, on_gpu);
     Mapping m;
     m.set("source", Place::host());
     m.set("a", Place::cuda(0));
@@ -51,18 +39,8 @@ TEST(ExecutorGpu, TenThousandTokensCpuGpuCpuCompleteInOrderAndEqualToCpu) {
 TEST(ExecutorGpu, FanOutFanInOverTwoPlaces) {
   if (gpus() == 0) GTEST_SKIP() << "no GPU";
   constexpr std::uint64_t kTokens = 10000;
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", kTokens, 64);
-  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
-  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
-  auto& sum = g.add<tasks::Add>("sum");
   auto rec = std::make_shared<tasks::Collect::Record>();
-  auto& sink = g.add<tasks::Collect>("sink", rec);
-  g.connect(src.out, left.in);
-  g.connect(src.out, right.in);
-  g.connect(left.out, sum.lhs);
-  g.connect(right.out, sum.rhs);
-  g.connect(sum.out, sink.in);
+  Graph g = test::fan_in(kTokens, 64, rec);
   Mapping m;
   m.set("source", Place::host());
   m.set("left", Place::cuda(0));

@@ -22,15 +22,8 @@ Mapping on_cpu(const Graph& g) {
 TEST(Executor, TenThousandTokensArriveCompleteAndInOrder) {
   constexpr std::uint64_t kTokens = 10000;
   constexpr std::int64_t kLength = 16;
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
-  auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
-  auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
   auto rec = std::make_shared<tasks::Collect::Record>();
-  auto& sink = g.add<tasks::Collect>("sink", rec);
-  g.connect(src.out, a.in);
-  g.connect(a.out, b.in);
-  g.connect(b.out, sink.in);
+  Graph g = test::affine_chain(kTokens, kLength, rec);
   Executor ex({.channel_capacity = 3});
   RunHandle run = ex.run(g, on_cpu(g));
   run.wait();
@@ -47,18 +40,8 @@ TEST(Executor, TenThousandTokensArriveCompleteAndInOrder) {
 
 TEST(Executor, FanOutFanInJoinsTokensByIndex) {
   constexpr std::uint64_t kTokens = 10000;
-  Graph g;
-  auto& src = g.add<tasks::ArraySource>("source", kTokens, 4);
-  auto& left = g.add<tasks::Affine>("left", 2.0f, 0.0f);
-  auto& right = g.add<tasks::Affine>("right", -1.0f, 1.0f);
-  auto& sum = g.add<tasks::Add>("sum");
   auto rec = std::make_shared<tasks::Collect::Record>();
-  auto& sink = g.add<tasks::Collect>("sink", rec);
-  g.connect(src.out, left.in);
-  g.connect(src.out, right.in);
-  g.connect(left.out, sum.lhs);
-  g.connect(right.out, sum.rhs);
-  g.connect(sum.out, sink.in);
+  Graph g = test::fan_in(kTokens, 4, rec);
   Executor ex;
   ex.run(g, on_cpu(g)).wait();
   ASSERT_EQ(rec->indices.size(), kTokens);
@@ -165,8 +148,10 @@ TEST(Executor, FarmKeepsTokensInOrderAndMatchesOneTask) {
       ASSERT_EQ(rec->indices[k], k);
       ASSERT_EQ(rec->arrays[k][3], std::fma(3.0f, tasks::ArraySource::value(k, 3, 8), -1.0f));
     }
-    for (const auto& t : run.stats().tasks)
-      if (t.task.starts_with("affine.") && t.task != "affine.scatter" && t.task != "affine.gather")
+    for (const auto& t : run.stats().tasks) {
+      if (t.task.starts_with("affine.") && t.task != "affine.scatter" && t.task != "affine.gather") {
         EXPECT_NEAR(static_cast<double>(t.tokens), static_cast<double>(kTokens) / replicas, 1.0) << t.task;
+      }
+    }
   }
 }

@@ -20,6 +20,7 @@
 #include "data/buffer.hpp"
 #include "exec/channel.hpp"
 #include "exec/device.hpp"
+#include "exec/halo.hpp"
 #include "exec/remote.hpp"
 #include "transport/nccl.hpp"
 #include "trace/trace.hpp"
@@ -55,6 +56,7 @@ struct RunHandle::State {
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::thread> threads;
   std::unique_ptr<detail::RemoteLinks> remote;
+  std::unique_ptr<detail::HaloLinks> halos;  // partitions' halo exchanges (after `remote`: it uses it)
   detail::TraceRecorder trace;
   std::chrono::steady_clock::time_point start;
   double seconds = 0;
@@ -99,6 +101,7 @@ struct RunHandle::State {
     cancelled = true;
     for (auto& c : channels) c->cancel();
     if (remote) remote->cancel();
+    if (halos) halos->cancel();
   }
 };
 
@@ -446,6 +449,8 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   }
   if (env && env->distributed() && env->size() > 1 && !run.remote)
     run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // error notices, trace
+  if (!graph.partitions().empty())
+    run.halos = std::make_unique<detail::HaloLinks>(graph, mapping, run.rank, run.remote.get(), run.options);
   for (auto& n : run.nodes) run.trace.name_lane(n->lane, n->task->name() + " @ " + n->place.str());
   run.start = std::chrono::steady_clock::now();
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });

@@ -40,6 +40,7 @@ int tag_for(int run, int low) { return ((run % 2048) << 18) | low; }
 int control_tag(int run) { return tag_for(run, 1); }
 int trace_tag(int run) { return tag_for(run, 2); }
 int edge_tag_in(int run, int edge, int kind) { return tag_for(run, 16 + 4 * edge + kind); }  // 0 header, 1 payload, 2 credit
+int message_tag(int run, int channel) { return tag_for(run, 16 + 4 * channel + 3); }  // kind 3: outside edges
 
 struct Header {
   std::uint64_t index = 0;
@@ -384,6 +385,35 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
       impl->fail_local(std::current_exception());
     }
   });
+}
+
+class RemoteLinks::Message {
+ public:
+  std::vector<std::shared_ptr<Op>> ops;  // one per chunk
+};
+
+std::shared_ptr<RemoteLinks::Message> RemoteLinks::send(const void* data, std::size_t bytes, int peer, int channel) {
+  auto m = std::make_shared<Message>();
+  impl_->send_bytes(m->ops, const_cast<void*>(data), bytes, peer, message_tag(impl_->run, channel), {});
+  return m;
+}
+
+std::shared_ptr<RemoteLinks::Message> RemoteLinks::receive(void* data, std::size_t bytes, int peer, int channel) {
+  auto m = std::make_shared<Message>();
+  auto* p = static_cast<char*>(data);
+  std::size_t off = 0;
+  do {
+    std::size_t n = std::min(kChunk, bytes - off);
+    m->ops.push_back(impl_->submit(false, p + off, n, peer, message_tag(impl_->run, channel)));
+    off += n;
+  } while (off < bytes);
+  return m;
+}
+
+bool RemoteLinks::wait(const Message& message) {
+  for (const auto& op : message.ops)
+    if (!impl_->wait(op)) return false;
+  return true;
 }
 
 void RemoteLinks::start(std::function<void(std::exception_ptr)> on_error) {

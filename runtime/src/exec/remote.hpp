@@ -37,6 +37,14 @@ class RemoteLinks {
   void add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph, bool nccl);
   /// The communicator every run uses (collective calls such as NCCL's bootstrap go over it).
   static MPI_Comm communicator();
+  /// Messages outside edges (a partition's halo rows), posted by the progress thread. `channel`
+  /// tells one run's message streams apart (every rank numbers them alike, below 65000); messages
+  /// of one channel between two ranks arrive in order. Keep `data` alive until wait() returned.
+  class Message;
+  [[nodiscard]] std::shared_ptr<Message> send(const void* data, std::size_t bytes, int peer, int channel);
+  [[nodiscard]] std::shared_ptr<Message> receive(void* data, std::size_t bytes, int peer, int channel);
+  /// Blocks until the message left (send) or arrived (receive); false if the run was cancelled.
+  [[nodiscard]] bool wait(const Message& message);
   /// Starts the threads; `on_error` is called with the first failure (local or from a peer).
   void start(std::function<void(std::exception_ptr)> on_error);
   /// Tells every other rank that this run failed here (unless the failure came from a peer),

@@ -39,11 +39,9 @@ std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, con
     throw ConfigError("--devices gpu: no GPU was found on any rank");
   bool use_gpu = choice_ != DeviceChoice::cpu && gpus && task.has_cuda();
   if (!task.has_cpu() && gpus) use_gpu = true;
-  // Replicas of a farm (fed by a routing task) spread over every GPU of every rank, or over the
-  // CPUs of every rank; other tasks stay on rank 0.
-  auto in = graph.in_edges(task);
-  if (!in.empty() && in.front().from->routes()) {
-    int replica = in.front().from_port / static_cast<int>(task.inputs().size());
+  // Replicas of a farm (fed by a routing task) and slabs of a partition spread over every GPU of
+  // every rank, or over the CPUs of every rank; other tasks stay on rank 0.
+  auto spread = [&](int replica) {
     if (use_gpu) {
       std::vector<Place> all;
       for (const auto& r : cluster.ranks)
@@ -51,7 +49,13 @@ std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, con
       return all[static_cast<std::size_t>(replica) % all.size()];
     }
     return Place::host(replica % cluster.size());
-  }
+  };
+  auto in = graph.in_edges(task);
+  if (!in.empty() && in.front().from->routes())
+    return spread(in.front().from_port / static_cast<int>(task.inputs().size()));
+  for (const Partition& p : graph.partitions())
+    for (std::size_t i = 0; i < p.slabs.size(); ++i)
+      if (p.slabs[i] == &task) return spread(static_cast<int>(i));
   return use_gpu ? Place::cuda(0, 0) : Place::host(0);
 }
 

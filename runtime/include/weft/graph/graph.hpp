@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/graph/partition.hpp"
 #include "weft/graph/task.hpp"
 
 namespace weft {
@@ -64,6 +65,16 @@ class Graph {
   /// "<name>.scatter" and "<name>.gather". The replicas must be stateless.
   Farm add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make);
 
+  /// Adds a partition: a split "<name>.split", `parts` slab tasks made by make(i) (named by make,
+  /// e.g. "<name>.<i>"), and a join "<name>.join" (see weft/graph/partition.hpp). Connect a
+  /// producer of whole arrays to in() and out() to a consumer; place the slabs with the mapping.
+  Partition add_partition(const std::string& name, int parts, const std::function<std::unique_ptr<SlabTask>(int)>& make,
+                          PartitionOptions options = {});
+  /// Adds a task "<name>" combining one value from each source (same type: array, int64, double,
+  /// vector) elementwise into one; the sources may run on any ranks. Connect out() to a consumer.
+  Reduce add_reduce(const std::string& name, const std::vector<std::pair<Task*, int>>& sources, ReduceOp op);
+  [[nodiscard]] const std::vector<Partition>& partitions() const noexcept { return partitions_; }
+
   /// Connects by names ("task.port"); checked when called. Throws ConfigError.
   void connect(std::string_view from, std::string_view to);
 
@@ -87,6 +98,7 @@ class Graph {
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<Edge> edges_;
   std::vector<std::pair<const Task*, Place>> placements_;
+  std::vector<Partition> partitions_;
 };
 
 }  // namespace weft

@@ -81,6 +81,7 @@ struct RemoteLinks::Impl {
 
   std::mutex mutex;
   std::condition_variable changed;
+  std::condition_variable submitted_one;  // wakes an idle progress thread
   std::deque<std::shared_ptr<Op>> submitted;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> stop_progress{false};
@@ -104,6 +105,7 @@ struct RemoteLinks::Impl {
       std::lock_guard lock(mutex);
       submitted.push_back(op);
     }
+    submitted_one.notify_one();
     return op;
   }
   // Waits for an operation; false if the run was cancelled first.
@@ -123,13 +125,14 @@ struct RemoteLinks::Impl {
       off += n;
     } while (off < bytes);
   }
-  bool recv_bytes(void* data, std::size_t bytes, int peer, int tag) {
+  // `keep` owns the buffer: a cancelled receiver thread leaves while the receive is posted.
+  bool recv_bytes(void* data, std::size_t bytes, int peer, int tag, const std::shared_ptr<void>& keep) {
     auto* p = static_cast<char*>(data);
     std::size_t off = 0;
     std::vector<std::shared_ptr<Op>> ops;
     do {
       std::size_t n = std::min(kChunk, bytes - off);
-      ops.push_back(submit(false, p + off, n, peer, tag));
+      ops.push_back(submit(false, p + off, n, peer, tag, keep));
       off += n;
     } while (off < bytes);
     for (auto& op : ops)
@@ -211,21 +214,30 @@ struct RemoteLinks::Impl {
       if (any) {
         idle = 0;
       } else if (++idle > 2000 && !(plenty && !active.empty())) {
-        std::this_thread::sleep_for(std::chrono::microseconds(idle > 20000 ? 50 : 5));
+        // Sleep until a task submits work (or a while, to poll MPI): a plain sleep delayed the
+        // first message after an idle spell by up to its length, on every hop of a slow stream.
+        std::unique_lock lock(mutex);
+        submitted_one.wait_for(lock, std::chrono::microseconds(idle > 20000 ? 50 : 5),
+                               [&] { return !submitted.empty() || stop_progress.load(); });
       } else {
         std::this_thread::yield();
       }
     }
-    // Leftovers (only after a cancellation): cancel receives, let sends go.
+    // Leftovers (only after a cancellation): cancel receives and wait until they are cancelled
+    // or complete (a receive already matched may still write into its buffer), let sends go.
     for (auto& op : active) {
       if (op->request != MPI_REQUEST_NULL) {
-        if (!op->send) MPI_Cancel(&op->request);
-        MPI_Request_free(&op->request);
+        if (op->send) {
+          MPI_Request_free(&op->request);
+        } else {
+          MPI_Cancel(&op->request);
+          MPI_Wait(&op->request, MPI_STATUS_IGNORE);
+        }
       }
     }
     if (control != MPI_REQUEST_NULL) {
       MPI_Cancel(&control);
-      MPI_Request_free(&control);
+      MPI_Wait(&control, MPI_STATUS_IGNORE);
     }
     std::lock_guard lock(mutex);
     changed.notify_all();
@@ -346,8 +358,9 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
       };
       grant(capacity);
       while (true) {
-        Header h;
-        auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0));
+        auto header = std::make_shared<Header>();  // outlives this thread if the run is cancelled
+        Header& h = *header;
+        auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0), header);
         if (!impl->wait(op)) return;
         Token t;
         t.index = h.index;
@@ -360,12 +373,15 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
               t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready);
             } else {
               Array a = Array::host(static_cast<DType>(h.dtype), shape);
-              if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
+              if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1),
+                                               std::make_shared<Array>(a)))
+                return;
               t.value = std::move(a);
             }
           } else {
-            std::vector<char> bytes(h.bytes);
-            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1))) return;
+            auto kept = std::make_shared<std::vector<char>>(h.bytes);
+            std::vector<char>& bytes = *kept;
+            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1), kept)) return;
             switch (h.kind) {
               case 2: { std::int64_t v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
               case 3: { double v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "executor_fixture.hpp"
 #include "partition_fixture.hpp"
@@ -38,7 +42,8 @@ class Smooth final : public SlabTask {
       std::vector<std::int64_t> bins(100, 0);
       auto [ny, nx] = test::plane(u.shape());
       const float* p = u.data<float>() + s.halo_before * ny * nx;
-      for (std::int64_t i = 0; i < s.rows * ny * nx; ++i) ++bins[std::min<std::int64_t>(99, static_cast<std::int64_t>(p[i] * 100))];
+      for (std::int64_t i = 0; i < s.rows * ny * nx; ++i)
+        ++bins[std::clamp<std::int64_t>(static_cast<std::int64_t>(p[i] * 100), 0, 99)];
       ctx.put(histogram_, std::move(bins));
     }
     ctx.put(out, std::move(u));
@@ -136,7 +141,7 @@ TEST(Partition, PerSlabHistogramsReduceAcrossRanksWithoutJoin) {
   for (std::uint64_t k = 0; k < kTokens; ++k) {
     std::vector<float> want = test::smooth_reference(test::volume(k, shape), 1, 3);
     std::vector<std::int64_t> bins(100, 0);
-    for (float x : want) ++bins[std::min<std::int64_t>(99, static_cast<std::int64_t>(x * 100))];
+    for (float x : want) ++bins[std::clamp<std::int64_t>(static_cast<std::int64_t>(x * 100), 0, 99)];
     EXPECT_EQ((*seen)[k], bins) << "token " << k;
   }
 }
@@ -260,6 +265,25 @@ TEST(Partition, TooThinSlabsAreAnErrorNamingThePartition) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fewer than the halo width 3"), std::string::npos) << e.what();
   }
+}
+
+TEST(Partition, TraceShowsEveryHaloExchangeOfEveryRank) {
+  auto path = (std::filesystem::temp_directory_path() / "weft_trace_partition.json").string();
+  Graph g;
+  auto& src = g.add<test::VolumeSource>("source", 2, Shape(12, 5));
+  Partition p = g.add_partition("s", 3, [](int i) { return std::make_unique<Smooth>("s." + std::to_string(i), 1, 4); });
+  auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>(), false);
+  g.connect(src.out, p.in());
+  g.connect(p.out(), sink.in);
+  Executor ex({.trace_file = path});
+  ex.run(g, spread_over_ranks(g, p)).wait();
+  if (env->rank() != 0) return;
+  std::ifstream file(path);
+  auto doc = nlohmann::json::parse(file);
+  int spans = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "halo") ++spans;
+  EXPECT_EQ(spans, 2 * 3 * 4);  // tokens x slabs x exchanges
 }
 
 TEST(Partition, AutomaticMapperSpreadsSlabsOverRanks) {

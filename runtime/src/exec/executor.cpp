@@ -450,7 +450,8 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   if (env && env->distributed() && env->size() > 1 && !run.remote)
     run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // error notices, trace
   if (!graph.partitions().empty())
-    run.halos = std::make_unique<detail::HaloLinks>(graph, mapping, run.rank, run.remote.get(), run.options);
+    run.halos = std::make_unique<detail::HaloLinks>(graph, mapping, run.rank, run.remote.get(), run.options, run.trace,
+                                                    [&](const Task& t) { return local.at(&t)->lane; });
   for (auto& n : run.nodes) run.trace.name_lane(n->lane, n->task->name() + " @ " + n->place.str());
   run.start = std::chrono::steady_clock::now();
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
@@ -501,7 +502,7 @@ void RunHandle::wait() {
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
     run.waited = true;
-    detail::trim_device_pools();
+    if (run.options.trim_pools) detail::trim_device_pools();
     if (!run.options.trace_file.empty()) {
       std::string local = run.trace.events_json(run.rank, 0);
       std::string all = run.remote ? run.remote->gather_trace(local, run.trace) : local;

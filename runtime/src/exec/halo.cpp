@@ -19,6 +19,7 @@
 #include "data/copy.hpp"
 #include "exec/device.hpp"
 #include "exec/remote.hpp"
+#include "trace/trace.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft {
@@ -77,6 +78,8 @@ struct Halo::Impl {
   bool overlap = true;
   detail::HaloLinks::Shared* shared = nullptr;
   detail::RemoteLinks* remote = nullptr;
+  detail::TraceRecorder* trace = nullptr;
+  int lane = 0;
   std::vector<Side> sides;
   void* copy_stream = nullptr;  // GPU: halo copies beside the task's kernels
 
@@ -197,6 +200,7 @@ struct Halo::Impl {
     }
     const std::size_t n = static_cast<std::size_t>(width) * detail::row_bytes(a);
     const bool gpu = place.is_gpu();
+    const double t0 = trace->enabled() ? trace->now_us() : 0;
     std::shared_ptr<detail::Event> copied;  // GPU: every copy into a's halo rows (one copy stream)
     // Rows coming in.
     for (Side& s : sides) {
@@ -243,6 +247,8 @@ struct Halo::Impl {
       }
     }
     if (copied) copied->make_wait(stream);  // the task's next kernels see the halo rows
+    if (trace->enabled())
+      trace->add({"halo " + std::to_string(exchange), "halo", lane, token, t0, trace->now_us() - t0});
     ++exchange;
     while (!staging.empty() && staging.front().first->done()) staging.pop_front();
   }
@@ -295,7 +301,7 @@ void SlabTask::fire(Context& ctx, bool cuda) {
 namespace detail {
 
 HaloLinks::HaloLinks(const Graph& graph, const Mapping& mapping, int rank, RemoteLinks* remote,
-                     const ExecutorOptions& options)
+                     const ExecutorOptions& options, TraceRecorder& trace, const std::function<int(const Task&)>& lane)
     : shared_(std::make_unique<Shared>()) {
   int pairs = 0;  // message channels: 2 per pair of neighbours (one per direction), numbered alike on every rank
   for (std::size_t pi = 0; pi < graph.partitions().size(); ++pi) {
@@ -314,6 +320,8 @@ HaloLinks::HaloLinks(const Graph& graph, const Mapping& mapping, int rank, Remot
       impl->overlap = options.overlap;
       impl->shared = shared_.get();
       impl->remote = remote;
+      impl->trace = &trace;
+      impl->lane = lane(*p.slabs[i]);
       for (int j : {i - 1, i + 1}) {
         if (j < 0 || j >= parts || p.halo == 0) continue;
         Halo::Impl::Side side;

@@ -7,6 +7,7 @@
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,12 +17,15 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 namespace weft::detail {
 
 class RemoteLinks;
+class TraceRecorder;
 
 class HaloLinks {
  public:
   /// Binds every local slab task of `graph`'s partitions to a Halo; `remote` carries the links
-  /// to other ranks (may be null on one rank).
-  HaloLinks(const Graph& graph, const Mapping& mapping, int rank, RemoteLinks* remote, const ExecutorOptions& options);
+  /// to other ranks (may be null on one rank). The time each end() waits is traced in the
+  /// task's lane ("halo" spans).
+  HaloLinks(const Graph& graph, const Mapping& mapping, int rank, RemoteLinks* remote, const ExecutorOptions& options,
+            TraceRecorder& trace, const std::function<int(const Task&)>& lane);
   ~HaloLinks();  ///< unbinds the tasks
   HaloLinks(const HaloLinks&) = delete;
   HaloLinks& operator=(const HaloLinks&) = delete;

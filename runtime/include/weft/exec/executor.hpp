@@ -17,6 +17,8 @@ struct ExecutorOptions {
   int channel_capacity = 4;  ///< tokens an edge holds (back-pressure beyond it)
   bool overlap = true;       ///< false: every transfer and kernel is synchronous (for comparison)
   std::string trace_file;    ///< Chrome/Perfetto JSON timeline, empty: no trace
+  bool trim_pools = true;    ///< give unused device pool memory back after the run (false: keep it
+                             ///< for the next run, as benchmarks that warm the pools need)
 };
 
 /// Per task measurements after (or during) a run.

@@ -53,6 +53,7 @@ void MotionInput::run(Context& ctx) {
   if (!last_.empty() && !last_.memory().is_host()) last_ = last_.to_host();
   emit(ctx, motion_frame_cpu(ctx.take(in), k_));
 }
+void MotionInput::stop(Context&) { last_ = Array(); }
 void MotionInput::save(std::vector<std::byte>& out) const {
   const std::int64_t has = last_.empty() ? 0 : 1;
   const auto* b = reinterpret_cast<const std::byte*>(&has);
@@ -91,6 +92,7 @@ void TemporalMedian::run(Context& ctx) {
   push(ctx.take(in));
   ctx.put(out, temporal_median_cpu({last_.begin(), last_.end()}));
 }
+void TemporalMedian::stop(Context&) { last_.clear(); }
 void TemporalMedian::save(std::vector<std::byte>& out) const {
   const auto count = static_cast<std::int64_t>(last_.size());
   const auto* b = reinterpret_cast<const std::byte*>(&count);

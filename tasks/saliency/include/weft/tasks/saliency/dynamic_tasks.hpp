@@ -28,6 +28,8 @@ class MotionInput final : public Task {
   void run(Context& ctx) override;
   [[nodiscard]] bool has_cuda() const override;
   void run_cuda(Context& ctx) override;
+  /// Drops the held frame after the last token (a device array must not outlive its stream).
+  void stop(Context& ctx) override;
   [[nodiscard]] bool stateful() const override { return true; }
   void save(std::vector<std::byte>& out) const override;
   void load(std::span<const std::byte> in) override;
@@ -75,6 +77,8 @@ class TemporalMedian final : public Task {
   void run(Context& ctx) override;
   [[nodiscard]] bool has_cuda() const override;
   void run_cuda(Context& ctx) override;
+  /// Drops the held flows after the last token (device arrays must not outlive their stream).
+  void stop(Context& ctx) override;
   [[nodiscard]] bool stateful() const override { return true; }
   void save(std::vector<std::byte>& out) const override;
   void load(std::span<const std::byte> in) override;

@@ -41,6 +41,11 @@ void SlabSource::run(Context& ctx) {
   ctx.put(slab, planes_of(s));
 }
 
+void SlabUpload::run(Context& ctx) {
+  ctx.put(mask, ctx.take(mask_in));
+  ctx.put(slab, ctx.take(slab_in));
+}
+
 SlabGranulometry::SlabGranulometry(std::string name, GranulometryOptions options)
     : Task(std::move(name)), options_(std::move(options)) {}
 
@@ -170,9 +175,12 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
     auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader);
+    auto& upload = graph.add<SlabUpload>("upload." + id);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
-    graph.connect(source.mask, openings.mask);
-    graph.connect(source.slab, openings.slab);
+    graph.connect(source.mask, upload.mask_in);
+    graph.connect(source.slab, upload.slab_in);
+    graph.connect(upload.mask, openings.mask);
+    graph.connect(upload.slab, openings.slab);
     graph.connect(openings.remaining, sum.remaining_in[i]);
     graph.connect(openings.spectrum, sum.spectrum_in[i]);
     out.size_maps.push_back(openings.size_map);
@@ -241,7 +249,7 @@ std::optional<Place> SlabMapper::place(const Task& task, const Graph&, const Clu
   if (places_.empty()) return std::nullopt;
   const Place& at = places_[static_cast<std::size_t>(index) % places_.size()];
   if (kind == "volume") return Place::host(at.rank);
-  if (kind == "openings" || kind == "distance") return at;
+  if (kind == "openings" || kind == "distance" || kind == "upload") return at;
   return std::nullopt;
 }
 

@@ -2,12 +2,13 @@
 /// The granulometry of a volume split into slabs over several places (GPUs or CPUs of every
 /// rank), each slab read where it is computed:
 ///
-///   volume.i (CPU) → openings.i (GPU or CPU) ─┐
-///                    ...                       ├→ curve (sum of one round) → the caller's sink
-///   volume.j (CPU) → openings.j ──────────────┘
+///   volume.i (CPU) → upload.i → openings.i (GPU or CPU) ─┐
+///                    ...                                 ├→ curve (sum of one round) → the caller's sink
+///   volume.j (CPU) → upload.j → openings.j ─────────────┘
 ///
 /// Worker i handles slabs i, i + W, i + 2W, ... (SlabPlan), one per round, so that its reader
-/// prepares the next slab while the current one computes. Curves of a round are summed by a
+/// prepares the next slab and upload.i (on the worker's place: the runtime copies the mask there
+/// when it fires) moves it while the current one computes. Curves of a round are summed by a
 /// fan-in task; the size maps of the slabs' own planes leave on each worker's size_map output.
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,20 @@ class SlabSource final : public Task {
   int worker_;
   MaskReader reader_;
   int round_ = 0;
+};
+
+/// Hands a slab on unchanged; placed with its worker's openings, it makes the runtime copy the
+/// next slab to that device while the current one computes.
+class SlabUpload final : public Task {
+ public:
+  explicit SlabUpload(std::string name) : Task(std::move(name)) {}
+  In<Array> mask_in = input<Array>("mask", DType::u8, 3);
+  In<SlabPlanes> slab_in = input<SlabPlanes>("slab");
+  Out<Array> mask = output<Array>("mask", DType::u8, 3);
+  Out<SlabPlanes> slab = output<SlabPlanes>("slab");
+  void run(Context& ctx) override;
+  [[nodiscard]] bool has_cuda() const override { return true; }
+  void run_cuda(Context& ctx) override { run(ctx); }
 };
 
 /// Openings of one slab, counting its own planes: remaining(n) and spectrum(n) for n = 0..N,
@@ -121,7 +136,7 @@ struct SlabGraph {
   std::vector<Out<Array>> size_maps;         ///< per worker: its slab of the round (own planes)
 };
 
-/// Adds volume.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
+/// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
 /// `options.max_size` must be ≥ 0 unless the plan has a single slab.
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
                                 const MaskReader& reader);
@@ -137,7 +152,7 @@ void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, 
 /// loaded of them (so `mpirun -np 4` on a 4-GPU host gives each rank its own GPU).
 [[nodiscard]] std::vector<Place> slab_places(const Cluster& cluster, DeviceChoice choice);
 
-/// Default placement of the slab tasks: openings.i and distance.i on places[i], volume.i on the
+/// Default placement of the slab tasks: upload.i, openings.i and distance.i on places[i], volume.i on the
 /// CPU of that rank, collect.r on the CPU of rank r; no opinion on other tasks. Consulted after a
 /// mapping file, before the automatic mapper.
 class SlabMapper final : public Mapper {

@@ -4,9 +4,10 @@
 // with the volume in host memory on every rank (each worker copies its slab's planes: no HDF5).
 // Reports the run's wall time and the slowest worker's compute time per GPU count, the parallel
 // efficiency T1 / (g · Tg) of both, and the bytes floor per GPU; merges them into
-// bench/results/granulometry.json (metrics.slabs_2048 and one target) keeping the rest of the file.
+// bench/results/granulometry.json (metrics.slabs_2048, or slabs_2048_ranksN under mpirun, and one
+// target) keeping the rest of the file.
 // Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
-//        [--elements octahedron] [--repeats 1]
+//        [--elements octahedron,cube,ball] [--repeats 1]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,7 +117,7 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
 /// Merges this run into the results file: metrics.slabs_<size> and the efficiency target, keeping
 /// every other key (the single-GPU entries may come from another machine).
 void merge_results(bench::Result& result, const nlohmann::json& slabs, const std::string& key,
-                   const nlohmann::json& target_value) {
+                   const std::string& target, const nlohmann::json& target_value) {
   const char* dir = std::getenv("WEFT_RESULTS_DIR");
   const std::filesystem::path file =
       std::filesystem::path(dir ? dir : std::string(WEFT_SOURCE_DIR) + "/bench/results") / "granulometry.json";
@@ -129,7 +130,7 @@ void merge_results(bench::Result& result, const nlohmann::json& slabs, const std
   for (const char* k : {"device", "commit", "date", "command"})
     if (result.json().contains(k)) run[k] = result.json()[k];
   doc["metrics"][key] = run;
-  if (!target_value.is_null()) doc["targets"]["parallel_efficiency_2048_4gpu"] = target_value;
+  if (!target_value.is_null()) doc["targets"][target] = target_value;
   result.json() = doc;
 }
 
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   const bool root = env.rank() == 0;
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
-  std::string gpus_text = "1,2,4", elements_text = "octahedron";
+  std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -216,8 +217,14 @@ int main(int argc, char** argv) {
           std::printf("%-10s %4d %6d %6d %7lld %9.3f %9.3f %9.3f %8.2f %8.2f%s\n", name.c_str(), g, best.slabs,
                       best.rounds, static_cast<long long>(best.planes), best.wall, best.compute, floor, eff_wall,
                       eff_gpu, best.curve == reference ? "" : "  CURVE DIFFERS"), std::fflush(stdout);
-        if (g == 4 && name == "octahedron" && size == 2048)
-          target = {{"value", eff_wall}, {"goal", 0.85}, {"met", eff_wall >= 0.85}};
+        // The GPU targets are compute times: the efficiency of the slowest worker's compute
+        // when every worker is on this rank; under mpirun only rank 0's worker is seen, so the wall time.
+        if (g == 4 && name == "octahedron" && size == 2048) {
+          const bool local = env.size() == 1 && eff_gpu > 0;
+          const double value = local ? eff_gpu : eff_wall;
+          target = {{"value", value}, {"goal", 0.85}, {"met", value >= 0.85},
+                    {"basis", local ? "compute (slowest GPU)" : "wall time"}, {"efficiency_wall", eff_wall}};
+        }
       } catch (const std::exception& ex) {
         row["error"] = ex.what();
         if (root) std::printf("%-10s %4d failed: %s\n", name.c_str(), g, ex.what()), std::fflush(stdout);
@@ -231,7 +238,10 @@ int main(int argc, char** argv) {
                           {"note", "wall: the graph's run (slab copies from host memory, uploads, openings, sums); "
                                    "compute: the slowest worker's time in its openings on this rank (rank 0 only "
                                    "under mpirun); efficiency T1 / (g Tg)"}};
-  merge_results(result, slabs, "slabs_" + std::to_string(size), target);
+  // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
+  const std::string suffix = env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "";
+  merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix,
+                env.size() > 1 ? "parallel_efficiency_2048_4ranks" : "parallel_efficiency_2048_4gpu", target);
   std::printf("wrote %s (total %.0f s)\n", result.write().c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
   return 0;
 }

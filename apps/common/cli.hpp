@@ -8,6 +8,7 @@
 
 #include "weft/exec/executor.hpp"
 #include "weft/graph/graph.hpp"
+#include "weft/mapping/mapping.hpp"
 
 namespace weft::cli {
 
@@ -59,10 +60,12 @@ void add_common_options(po::options_description& desc, CommonOptions& common);
                          po::variables_map& vm, const std::string& usage,
                          const po::positional_options_description* positional = nullptr);
 
-/// Maps the graph (Graph::place > --mapping FILE > automatic mapper over --devices), runs it with
-/// --overlap, writes --trace and --write-mapping if asked, and returns the run's statistics.
-/// Rethrows the first task error. Must be called on every rank (each builds the same graph).
-weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4);
+/// Maps the graph (Graph::place > --mapping FILE > the application's `defaults` > automatic
+/// mapper over --devices), runs it with --overlap, writes --trace and --write-mapping if asked,
+/// and returns the run's statistics. Rethrows the first task error. Must be called on every rank
+/// (each builds the same graph).
+weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4,
+                         const std::vector<const weft::Mapper*>& defaults = {});
 
 /// One-line progress bar on stderr when it is a terminal (and `enabled`); silent otherwise.
 class Progress {

@@ -10,7 +10,8 @@
 
 namespace weft::cli {
 
-weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity) {
+weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity,
+                         const std::vector<const weft::Mapper*>& defaults) {
   const Environment* env = Environment::current();
   Cluster local;
   if (!env) local.ranks.push_back(local_devices(0));
@@ -28,6 +29,7 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
     file->check(graph, cluster);
     mappers.push_back(file.get());
   }
+  mappers.insert(mappers.end(), defaults.begin(), defaults.end());
   mappers.push_back(&automatic);
   Mapping mapping = map_graph(graph, cluster, mappers);
   auto log = logger("app");

@@ -1,6 +1,11 @@
 // weft granulometry: size distribution of a 3D volume by openings with growing elements.
-// Graph: volume source → threshold → granulometry (CPU or GPU) → report sink (files).
+// Graph (tasks/morphology/slab_tasks.hpp): the volume split along z into slabs over every place
+// (GPUs of every rank, or CPUs), each slab read with its halo by the rank that computes it →
+// openings counting its own planes → curves summed per round (fan-in) → report sink on rank 0.
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -9,14 +14,21 @@
 #include "sample.hpp"
 #include "volume_input.hpp"
 #include "weft/exec/environment.hpp"
+#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/tasks.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
-#include "weft/tasks/filters/tasks.hpp"
+#include "weft/tasks/filters/filters.hpp"
 #endif
 
 namespace weft::cli {
 namespace {
+
+using morphology::Element;
+using morphology::SlabPlan;
 
 struct Options {
   granulometry::VolumeInput input;
@@ -26,44 +38,140 @@ struct Options {
   int max_size = -1;
   std::string output;
   bool size_map = false;
+  std::int64_t slab_planes = 0;  ///< own planes per slab, 0: as many as fit the memory budget
+  std::string device_memory;     ///< bytes per place for slabs, empty: from the devices
   std::string generate_sample;
   std::int64_t sample_size = 128;
 };
 
-Graph granulometry_graph(const Options& o, const CommonOptions& common, std::shared_ptr<granulometry::Report> report) {
+/// "4G", "512M", "100000": bytes (K, M, G, T are powers of 1024).
+double parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  double scale = 1;
+  const std::string unit = end ? std::string(end) : "";
+  if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) end = nullptr;
+  if (end == text.c_str() || !end || !(v > 0))
+    throw ConfigError("--device-memory: expected a positive number of bytes (suffix K, M, G or T), got '" + text + "'");
+  return v * scale;
+}
+
+/// Host u8 mask of planes [first, first + count): read with the median's margin where the volume
+/// has planes (the median clamps at the volume's faces only), filtered, cropped, thresholded.
+morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphology::ThresholdRule rule) {
+  return [o, shape, rule](std::int64_t first, std::int64_t count) {
+    const std::int64_t margin = o.median / 2;
+    const std::int64_t lo = std::max<std::int64_t>(0, first - margin);
+    const std::int64_t hi = std::min<std::int64_t>(shape[0], first + count + margin);
+    Array raw = granulometry::read_planes(o.input, lo, hi - lo);
+#if defined(WEFT_GRANULOMETRY_MEDIAN)
+    if (o.median > 0) {
+      raw = filters::median(raw, o.median, filters::Border::clamp);
+      if (lo != first || hi != first + count) {
+        Array cropped = Array::host(raw.dtype(), Shape(count, shape[1], shape[2]));
+        const std::size_t plane = static_cast<std::size_t>(shape[1] * shape[2]) * dtype_size(raw.dtype());
+        std::memcpy(cropped.raw(), static_cast<const char*>(raw.raw()) + static_cast<std::size_t>(first - lo) * plane,
+                    cropped.bytes());
+        raw = std::move(cropped);
+      }
+    }
+#endif
+    return rule.kind == morphology::ThresholdRule::value ? morphology::threshold_mask(raw, rule.threshold)
+                                                         : morphology::nonzero_mask(raw);
+  };
+}
+
+/// Otsu's threshold needs the whole volume's histogram: read (and filtered) once, before the slabs.
+morphology::ThresholdRule resolve_threshold(const Options& o, morphology::ThresholdRule rule) {
+  if (rule.kind != morphology::ThresholdRule::otsu) return rule;
+  Array volume = granulometry::read_volume(o.input);
+#if defined(WEFT_GRANULOMETRY_MEDIAN)
+  if (o.median > 0) volume = filters::median(volume, o.median, filters::Border::clamp);
+#endif
+  return {morphology::ThresholdRule::value, morphology::otsu_threshold(volume)};
+}
+
+/// Bytes a slab may use on each place: --device-memory, else 70 % of the smallest GPU used
+/// (leaving room to the pools and the slab arriving next), else half a rank's memory.
+double slab_budget(const Options& o, const std::vector<Place>& places, const Cluster& cluster) {
+  if (!o.device_memory.empty()) return parse_bytes(o.device_memory);
+  double budget = 0;
+  for (const Place& p : places) {
+    const RankInfo& r = cluster.ranks[static_cast<std::size_t>(p.rank)];
+    double bytes = 0.5 * static_cast<double>(r.memory_bytes);
+    if (p.is_gpu())
+      for (const auto& g : r.gpus)
+        if (g.index == p.device) bytes = 0.7 * static_cast<double>(g.memory_bytes);
+    if (bytes > 0 && (budget == 0 || bytes < budget)) budget = bytes;
+  }
+  return budget;
+}
+
+struct Job {
+  Options o;
+  CommonOptions common;
+  Shape shape;
+  morphology::MaskReader reader;
+  std::vector<Place> places;
+  double budget = 0;
+  bool gpu = false;
+  [[nodiscard]] Element element() const { return morphology::parse_element(o.element); }
+};
+
+/// Largest size N when not given: the openings are empty from r(N) ≥ max D on. Over several
+/// slabs max D comes from a first pass with a halo h, exact where D ≤ r(h); h doubles until every
+/// slab's answer is exact (at worst each slab reads the whole volume).
+int derive_max_size(const Job& job) {
+  const Environment* env = Environment::current();
+  const int ranks = env ? env->size() : 1;
+  const double bytes = job.gpu ? 20 : 9;
+  for (std::int64_t halo = 16;; halo *= 2) {
+    const SlabPlan plan = morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], halo,
+                                                 static_cast<int>(job.places.size()), job.o.slab_planes, job.budget,
+                                                 bytes);
+    auto result = std::make_shared<morphology::MaxDistance>();
+    Graph graph;
+    morphology::add_slab_max_distance(graph, plan, job.element(), job.reader, ranks, result);
+    morphology::SlabMapper slabs(job.places);
+    (void)run_graph(graph, job.common, 2, {&slabs});
+    logger("app")->debug("max distance with a halo of {} planes: {} ({})", halo, result->value,
+                         result->exact ? "exact" : "lower bound");
+    if (!result->exact && halo < job.shape[0]) continue;
+    if (result->value >= morphology::device::kInfinity)
+      throw ConfigError("the volume has no background voxel, so no opening removes anything; give --max-size N");
+    int last = 0;
+    while (morphology::radius_limit(job.element(), last) < result->value) ++last;
+    return last;
+  }
+}
+
+Graph granulometry_graph(const Job& job, const SlabPlan& plan, int max_size,
+                         std::shared_ptr<granulometry::Report> report) {
   morphology::GranulometryOptions g;
-  g.element = morphology::parse_element(o.element);
-  g.max_size = o.max_size;
-  g.size_map = o.size_map;
-  if (common.progress) {
+  g.element = job.element();
+  g.max_size = max_size;
+  g.size_map = job.o.size_map;
+  std::function<void(int, int)> on_round;
+  if (job.common.progress) {
     auto bar = std::make_shared<std::unique_ptr<Progress>>();
-    g.on_size = [bar](int n, int last) {
-      if (!*bar) *bar = std::make_unique<Progress>("granulometry", last);
+    auto advance = [bar](const char* what, int done, int total) {
+      if (!*bar) *bar = std::make_unique<Progress>(what, total);
       (*bar)->advance();
-      if (n == last) (*bar)->done();
+      if (done == total) (*bar)->done();
     };
+    if (plan.slabs() == 1) g.on_size = [advance](int n, int last) { advance("granulometry", n, last); };
+    else on_round = [advance](int round, int rounds) { advance("granulometry (slab rounds)", round, rounds); };
   }
   Graph graph;
-  auto& source = graph.add<granulometry::VolumeSource>("volume", o.input);
-  auto& threshold = graph.add<morphology::Threshold>("threshold", morphology::ThresholdRule::parse(o.threshold),
-                                                     [report](double t) { report->threshold = t; });
-  auto& openings = graph.add<morphology::Granulometry>("openings", g);
-  auto& sink = graph.add<granulometry::ReportSink>("report", o.output, report, o.size_map);
-#if defined(WEFT_GRANULOMETRY_MEDIAN)
-  if (o.median > 0) {
-    auto& median = graph.add<filters::MedianFilter>("median", o.median);
-    graph.connect(source.out, median.in);
-    graph.connect(median.out, threshold.in);
-  } else {
-    graph.connect(source.out, threshold.in);
-  }
-#else
-  graph.connect(source.out, threshold.in);
-#endif
-  graph.connect(threshold.out, openings.in);
-  graph.connect(openings.remaining, sink.remaining);
-  graph.connect(openings.spectrum, sink.spectrum);
-  graph.connect(openings.size_map, sink.size_map);
+  const morphology::SlabGraph slabs = morphology::add_slab_granulometry(graph, plan, g, job.reader);
+  auto& sink = graph.add<granulometry::ReportSink>("report", job.o.output, report, plan, job.o.size_map, on_round);
+  graph.connect(slabs.remaining, sink.remaining);
+  graph.connect(slabs.spectrum, sink.spectrum);
+  for (int i = 0; i < plan.workers; ++i) graph.connect(slabs.size_maps[i], sink.size_maps[i]);
   return graph;
 }
 
@@ -81,6 +189,10 @@ int granulometry_main(int argc, char** argv) {
       ("max-size", po::value(&o.max_size)->default_value(-1), "largest size N (default: until nothing remains)")
       ("output", po::value(&o.output), "output folder: curve.csv, granulometry.h5, curve.svg")
       ("size-map", po::bool_switch(&o.size_map), "also write the opening function (size map) into granulometry.h5")
+      ("slab-planes", po::value(&o.slab_planes)->default_value(0),
+       "own planes per slab (0: as many as fit --device-memory, the volume shared by all places)")
+      ("device-memory", po::value(&o.device_memory),
+       "bytes a slab may use per place, e.g. 8G (default: 70% of the smallest GPU, or half a rank's memory)")
       ("generate-sample", po::value(&o.generate_sample), "write a sample volume FILE.h5:/exchange/data and exit")
       ("sample-size", po::value(&o.sample_size)->default_value(128), "edge of the sample volume");
   add_common_options(desc, common);
@@ -88,10 +200,14 @@ int granulometry_main(int argc, char** argv) {
   if (!parse(argc, argv, desc, vm,
              "usage: weft granulometry --input FILE.h5:/dataset --element octahedron|cube|ball --max-size N\n"
              "                         --output DIR [--threshold T|otsu] [--size-map] [--devices cpu|gpu|all]\n"
-             "                         [--mapping FILE]\n"
+             "                         [--mapping FILE] [--slab-planes N] [--device-memory BYTES]\n"
              "       weft granulometry --generate-sample FILE.h5 [--sample-size 128]\n"
              "Counts the foreground voxels left by openings of growing size (granulometric curve and\n"
-             "pattern spectrum)."))
+             "pattern spectrum). The volume is split along z into slabs over every GPU of every rank\n"
+             "(or one CPU per rank with --devices cpu), each read with a halo of 2(N+1) planes by the\n"
+             "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
+             "curve is the same whatever the places. Without --max-size, a first pass over the slabs\n"
+             "finds the largest distance to the background (hence N)."))
     return 0;
   const Environment* env = Environment::current();
   const bool root = !env || env->rank() == 0;
@@ -106,38 +222,77 @@ int granulometry_main(int argc, char** argv) {
   (void)morphology::parse_element(o.element);
   if (o.max_size < -1) throw ConfigError("--max-size: expected N >= 0, got " + std::to_string(o.max_size));
   if (o.output.empty()) throw ConfigError("--output: missing (the folder for curve.csv, granulometry.h5, curve.svg)");
-  (void)morphology::ThresholdRule::parse(o.threshold);
+  if (o.slab_planes < 0) throw ConfigError("--slab-planes: expected N >= 0, got " + std::to_string(o.slab_planes));
+  if (!o.device_memory.empty()) (void)parse_bytes(o.device_memory);
+  const morphology::ThresholdRule rule = morphology::ThresholdRule::parse(o.threshold);
   if (o.median != 0 && o.median != 3 && o.median != 5)
     throw ConfigError("--median: expected 3 or 5 (or 0 for none), got " + std::to_string(o.median));
 #if !defined(WEFT_GRANULOMETRY_MEDIAN)
   if (o.median != 0) throw ConfigError("--median: this build has no median filter (tasks/filters)");
 #endif
-  const Shape shape = granulometry::check_input(o.input);
+  Job job;
+  job.o = o;
+  job.common = common;
+  job.shape = granulometry::check_input(o.input);
+  const morphology::ThresholdRule resolved = resolve_threshold(o, rule);
+  job.reader = mask_reader(o, job.shape, resolved);
+  const Cluster local{{local_devices(0)}};
+  const Cluster& cluster = env ? env->cluster() : local;
+  job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
+  job.gpu = job.places.front().is_gpu();
+  job.budget = slab_budget(o, job.places, cluster);
+  const int workers = static_cast<int>(job.places.size());
+
+  // One slab holding the whole volume finds N itself; several need it first (their halo).
+  int max_size = o.max_size;
+  const double whole_bytes = static_cast<double>(job.shape.size()) *
+                             morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map, job.gpu);
+  const bool one_slab = workers == 1 && (o.slab_planes == 0 || o.slab_planes >= job.shape[0]) &&
+                        (job.budget <= 0 || whole_bytes <= job.budget);
+  if (max_size < 0 && !one_slab) max_size = derive_max_size(job);
+  const SlabPlan plan =
+      max_size < 0 ? morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], 0, 1, 0, 0, 0)
+                   : morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], morphology::halo_for(max_size),
+                                            workers, o.slab_planes, job.budget,
+                                            morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map,
+                                                                             job.gpu));
+  logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}) on {} place(s), N = {}",
+                      job.shape.str(), plan.slabs(), plan.planes, plan.halo, plan.workers, max_size);
+
   auto report = std::make_shared<granulometry::Report>();
   report->input = o.input.input;
   report->element = o.element;
-  report->shape = shape.str();
+  report->shape = job.shape.str();
+  report->threshold = resolved.kind == morphology::ThresholdRule::value ? resolved.threshold : 0.0;
   report->threshold_rule = o.threshold.empty() ? "nonzero" : (o.threshold == "otsu" ? "otsu" : "value");
   report->max_size = o.max_size;
-  Graph graph = granulometry_graph(o, common, report);
-  const RunStats stats = run_graph(graph, common);
+  Graph graph = granulometry_graph(job, plan, max_size, report);
+  morphology::SlabMapper slabs(job.places);
+  const RunStats stats = run_graph(graph, common, 2, {&slabs});
   if (!report->remaining.empty()) {
-    std::printf("granulometry: %s %s, %s, sizes 0..%zu, %lld foreground voxels, %.3f s -> %s\n", o.input.input.c_str(),
-                shape.str().c_str(), o.element.c_str(), report->remaining.size() - 1,
-                static_cast<long long>(report->remaining[0]), stats.seconds, o.output.c_str());
+    std::printf("granulometry: %s %s, %s, sizes 0..%zu, %lld foreground voxels, %d slab(s) on %d place(s), %.3f s -> %s\n",
+                o.input.input.c_str(), job.shape.str().c_str(), o.element.c_str(), report->remaining.size() - 1,
+                static_cast<long long>(report->remaining[0]), plan.slabs(), plan.workers, stats.seconds,
+                o.output.c_str());
   }
   return 0;
 }
 
+/// The graph for `weft mapping check` (a 64³ volume over `workers` places, nothing read).
+Graph default_graph(int workers) {
+  Job job;
+  job.o.output = "granulometry-out";
+  job.common.progress = false;
+  job.shape = Shape(64, 64, 64);
+  job.reader = [](std::int64_t, std::int64_t) -> Array { throw ConfigError("default graph: nothing to read"); };
+  const SlabPlan plan = morphology::plan_slabs(64, 64, 64, morphology::halo_for(8), workers, 0, 0, 0);
+  return granulometry_graph(job, plan, 8, std::make_shared<granulometry::Report>());
+}
+
 const Registrar reg{{"granulometry", "size distribution of a 3D volume by openings", &granulometry_main}};
-const GraphRegistrar graph{{"granulometry", [] {
-                              Options o;
-                              o.input.input = "volume.h5:/exchange/data";
-                              o.output = "granulometry-out";
-                              CommonOptions common;
-                              common.progress = false;
-                              return granulometry_graph(o, common, std::make_shared<granulometry::Report>());
-                            }}};
+const GraphRegistrar graph1{{"granulometry", [] { return default_graph(1); }}};
+const GraphRegistrar graph2{{"granulometry-2", [] { return default_graph(2); }}};
+const GraphRegistrar graph4{{"granulometry-4", [] { return default_graph(4); }}};
 
 }  // namespace
 }  // namespace weft::cli

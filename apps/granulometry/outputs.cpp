@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 #include <utility>
@@ -117,14 +118,22 @@ std::string curve_svg(const Report& r) {
   return s.str();
 }
 
-void write_outputs(const std::string& dir, const Report& r) {
+namespace {
+std::filesystem::path output_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw IoError("--output: cannot create directory '" + dir + "': " + ec.message());
-  const std::filesystem::path base(dir);
+  return std::filesystem::path(dir);
+}
+}  // namespace
+
+void write_outputs(const std::string& dir, const Report& r, io::H5Writer* given) {
+  const std::filesystem::path base = output_dir(dir);
   write_text(base / "curve.csv", curve_csv(r));
   write_text(base / "curve.svg", curve_svg(r));
-  io::H5Writer h5((base / "granulometry.h5").string());
+  std::unique_ptr<io::H5Writer> own;
+  if (!given) own = std::make_unique<io::H5Writer>((base / "granulometry.h5").string());
+  io::H5Writer& h5 = given ? *given : *own;
   std::vector<double> sizes, remaining, spectrum;
   for (std::size_t n = 0; n < r.remaining.size(); ++n) {
     sizes.push_back(static_cast<double>(n));
@@ -142,23 +151,44 @@ void write_outputs(const std::string& dir, const Report& r) {
   h5.attribute("/", "max_size", r.max_size);
   h5.attribute("/curve", "meaning", std::string("foreground voxels remaining after the opening of size n"));
   h5.attribute("/spectrum", "meaning", std::string("curve[n] - curve[n+1]"));
-  if (!r.size_map.empty()) {
-    h5.write("/size_map", r.size_map, {32, 64, 64}, true);
-    h5.attribute("/size_map", "meaning",
-                 std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
-  }
   h5.commit();
 }
 
-ReportSink::ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, bool size_map)
-    : Task(std::move(name)), dir_(std::move(dir)), report_(std::move(report)), with_size_map_(size_map) {}
+ReportSink::ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, morphology::SlabPlan plan,
+                       bool size_map, std::function<void(int, int)> on_round)
+    : Task(std::move(name)), dir_(std::move(dir)), report_(std::move(report)), plan_(plan),
+      with_size_map_(size_map), on_round_(std::move(on_round)) {
+  for (int i = 0; i < plan_.workers; ++i) size_maps.push_back(input<Array>("size_map." + std::to_string(i), DType::i32));
+}
 
 void ReportSink::run(Context& ctx) {
-  report_->remaining = ctx.take(remaining);
-  report_->spectrum = ctx.take(spectrum);
-  Array map = ctx.take(size_map);
-  if (with_size_map_) report_->size_map = map.memory().is_host() ? map : map.to_host();
-  write_outputs(dir_, *report_);
+  auto add = [](std::vector<std::int64_t>& total, const std::vector<std::int64_t>& v) {
+    if (v.size() > total.size()) total.resize(v.size(), 0);
+    for (std::size_t n = 0; n < v.size(); ++n) total[n] += v[n];
+  };
+  if (round_ == 0) report_->remaining.clear(), report_->spectrum.clear();
+  add(report_->remaining, ctx.take(remaining));
+  add(report_->spectrum, ctx.take(spectrum));
+  for (int i = 0; i < plan_.workers; ++i) {
+    Array map = ctx.take(size_maps[static_cast<std::size_t>(i)]);
+    const morphology::Slab slab = plan_.slab(round_, i);
+    if (!with_size_map_ || slab.empty()) continue;
+    if (!h5_) {
+      h5_ = std::make_unique<io::H5Writer>((output_dir(dir_) / "granulometry.h5").string());
+      h5_->create("/size_map", DType::i32, Shape(plan_.depth, plan_.height, plan_.width), {32, 64, 64}, true);
+      h5_->attribute("/size_map", "meaning",
+                     std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
+    }
+    if (map.shape() != Shape(slab.end - slab.first, plan_.height, plan_.width))
+      throw ConfigError(name() + ": size map " + map.shape().str() + " for planes [" + std::to_string(slab.first) +
+                        ", " + std::to_string(slab.end) + ")");
+    h5_->write_slab("/size_map", slab.first, map.memory().is_host() ? map : map.to_host());
+  }
+  ++round_;
+  if (on_round_) on_round_(round_, plan_.rounds());
+  if (round_ < plan_.rounds()) return;
+  write_outputs(dir_, *report_, h5_.get());
+  h5_.reset();
 }
 
 }  // namespace weft::granulometry

@@ -1,12 +1,15 @@
 #pragma once
 // What `weft granulometry` writes in --output DIR: curve.csv, granulometry.h5, curve.svg.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/data/array.hpp"
 #include "weft/graph/task.hpp"
+#include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/morphology/slabs.hpp"
 
 namespace weft::granulometry {
 
@@ -19,29 +22,36 @@ struct Report {
   std::int64_t max_size = -1;  ///< as asked (−1: until nothing remains)
   std::vector<std::int64_t> remaining;
   std::vector<std::int64_t> spectrum;
-  Array size_map;              ///< host i32, or empty
 };
 
 /// Writes the three files (each under a temporary name, then renamed) into `dir` (created).
-void write_outputs(const std::string& dir, const Report& report);
+/// `h5`, if given, is the writer of dir/granulometry.h5 already holding the size map.
+void write_outputs(const std::string& dir, const Report& report, io::H5Writer* h5 = nullptr);
 /// The CSV text: header `size,remaining,spectrum`, one row per size.
 [[nodiscard]] std::string curve_csv(const Report& report);
 /// The SVG text: curve and spectrum over the size, labelled axes.
 [[nodiscard]] std::string curve_svg(const Report& report);
 
-/// Sink of the graph: receives the curve, spectrum and size map, fills `report` and writes the files.
+/// Sink of the graph: receives the summed curve of every round of slabs and each worker's size
+/// map of its slab, writes the size map slab by slab into granulometry.h5 (under a temporary
+/// name) and, after the last round, the curve, the CSV and the SVG.
 class ReportSink final : public Task {
  public:
-  ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, bool size_map);
+  ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, morphology::SlabPlan plan,
+             bool size_map, std::function<void(int round, int rounds)> on_round = {});
   In<std::vector<std::int64_t>> remaining = input<std::vector<std::int64_t>>("remaining");
   In<std::vector<std::int64_t>> spectrum = input<std::vector<std::int64_t>>("spectrum");
-  In<Array> size_map = input<Array>("size_map", DType::i32);
+  std::vector<In<Array>> size_maps;  ///< one per worker
   void run(Context& ctx) override;
 
  private:
   std::string dir_;
   std::shared_ptr<Report> report_;
+  morphology::SlabPlan plan_;
   bool with_size_map_;
+  std::function<void(int, int)> on_round_;
+  std::unique_ptr<io::H5Writer> h5_;
+  int round_ = 0;
 };
 
 }  // namespace weft::granulometry

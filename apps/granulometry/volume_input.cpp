@@ -79,12 +79,20 @@ Array read_volume(const VolumeInput& in) {
   return a;
 }
 
-VolumeSource::VolumeSource(std::string name, VolumeInput input) : Task(std::move(name)), input_(std::move(input)) {}
-
-void VolumeSource::run(Context& ctx) {
-  if (done_) return ctx.end_stream();
-  done_ = true;
-  ctx.put(out, read_volume(input_));
+Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count) {
+  if (!in.is_raw()) return io::read_slab(io::parse_dataset_ref(in.input), first, count);
+  const Shape shape = parse_shape(in.shape);
+  const DType type = parse_dtype(in.dtype, "--dtype");
+  if (first < 0 || count < 0 || first + count > shape[0])
+    throw ConfigError("--input " + in.input + ": planes [" + std::to_string(first) + ", " +
+                      std::to_string(first + count) + ") outside " + shape.str());
+  Array a = Array::host(type, Shape(count, shape[1], shape[2]));
+  std::ifstream f(in.input, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(first * shape[1] * shape[2] * static_cast<std::int64_t>(dtype_size(type))));
+  if (!f.read(static_cast<char*>(a.raw()), static_cast<std::streamsize>(a.bytes())))
+    throw IoError("cannot read " + std::to_string(a.bytes()) + " bytes at plane " + std::to_string(first) +
+                  " of RAW file '" + in.input + "'");
+  return a;
 }
 
 }  // namespace weft::granulometry

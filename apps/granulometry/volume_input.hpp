@@ -3,7 +3,6 @@
 #include <string>
 
 #include "weft/data/array.hpp"
-#include "weft/graph/task.hpp"
 
 namespace weft::granulometry {
 
@@ -19,17 +18,7 @@ struct VolumeInput {
 [[nodiscard]] Shape check_input(const VolumeInput& in);
 /// Reads the whole volume into a host array (u8, u16 or f32).
 [[nodiscard]] Array read_volume(const VolumeInput& in);
-
-/// Source task emitting the volume once.
-class VolumeSource final : public Task {
- public:
-  VolumeSource(std::string name, VolumeInput input);
-  Out<Array> out = output<Array>("out", std::nullopt, 3);
-  void run(Context& ctx) override;
-
- private:
-  VolumeInput input_;
-  bool done_ = false;
-};
+/// Reads planes [first, first + count) of axis 0 (an HDF5 hyperslab or a range of the RAW file).
+[[nodiscard]] Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count);
 
 }  // namespace weft::granulometry

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/tasks/io/hdf5.hpp"
@@ -41,6 +42,12 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+/// The size map of an output folder as bytes.
+std::string size_map_bytes(const std::string& out) {
+  const Array m = io::read_dataset(io::parse_dataset_ref(out + "/granulometry.h5:/size_map"));
+  return std::string(static_cast<const char*>(m.raw()), m.bytes());
 }
 
 class GranulometryApp : public ::testing::Test {
@@ -86,19 +93,55 @@ TEST_F(GranulometryApp, SameCurveOnOneTwoFourRanks) {
 #if defined(WEFT_MPIEXEC)
   const std::string sample = path("sample.h5");
   ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 32").code, 0);
-  std::string first;
-  for (int ranks : {1, 2, 4}) {
-    const std::string out = path("ranks-" + std::to_string(ranks));
-    const Outcome o = run("--input " + sample + ":/exchange/data --element cube --devices cpu --output " + out,
-                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
-    ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
-    const std::string csv = read_text(fs::path(out) / "curve.csv");
-    if (first.empty()) first = csv;
-    EXPECT_EQ(csv, first) << ranks << " ranks";
+  std::string first, first_map;
+  for (const char* slabs : {"", " --slab-planes 3"}) {
+    for (int ranks : {1, 2, 4}) {
+      const std::string out = path("ranks-" + std::to_string(ranks));
+      const Outcome o = run("--input " + sample + ":/exchange/data --element cube --devices cpu --size-map --output " +
+                                out + slabs,
+                            std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+      ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
+      const std::string csv = read_text(fs::path(out) / "curve.csv"), map = size_map_bytes(out);
+      if (first.empty()) first = csv, first_map = map;
+      EXPECT_EQ(csv, first) << ranks << " ranks" << slabs;
+      EXPECT_EQ(map, first_map) << ranks << " ranks" << slabs;
+      fs::remove_all(out);
+    }
   }
 #else
   GTEST_SKIP() << "no mpiexec";
 #endif
+}
+
+TEST_F(GranulometryApp, ManySlabsOutOfCoreGiveTheSameCurveAndSizeMap) {
+  const std::string sample = path("sample.h5");
+  ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 36").code, 0);
+  const Array volume = io::read_dataset(io::parse_dataset_ref(sample + ":/exchange/data"));
+  for (const char* element : {"octahedron", "ball"}) {
+    const std::string base = "--input " + sample + ":/exchange/data --element " + element +
+                             " --devices cpu --size-map --output ";
+    // Without --max-size a first pass finds N, then 9 slabs of 4 planes; with N = 6 (a halo of 14
+    // planes), 650000 bytes at 15 per voxel hold 33 planes of 36²: 8 slabs of 5 own planes.
+    const std::vector<std::pair<std::string, std::string>> variants = {
+        {"", "--slab-planes 4"}, {"--max-size 7", "--slab-planes 4"}, {"--max-size 6", "--device-memory 650000"}};
+    for (const auto& [common, slabs] : variants) {
+      const Outcome whole = run(base + path("whole") + " " + common);
+      ASSERT_EQ(whole.code, 0) << whole.output;
+      const Outcome o = run(base + path("slabs") + " " + common + " " + slabs);
+      ASSERT_EQ(o.code, 0) << slabs << ": " << o.output;
+      const bool many = o.output.find(" 9 slab(s)") != std::string::npos || o.output.find(" 8 slab(s)") != std::string::npos;
+      EXPECT_TRUE(many) << o.output;
+      EXPECT_EQ(read_text(path("slabs") + "/curve.csv"), read_text(path("whole") + "/curve.csv"))
+          << element << " " << common << " " << slabs;
+      EXPECT_EQ(size_map_bytes(path("slabs")), size_map_bytes(path("whole"))) << element << " " << common << " " << slabs;
+    }
+  }
+  // Too small a budget for one plane and its halo: a clear error, no output.
+  const Outcome o = run("--input " + sample + ":/exchange/data --devices cpu --max-size 6 --device-memory 1000 "
+                        "--output " + path("none"));
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("--device-memory"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(path("none") + "/curve.csv"));
 }
 
 TEST_F(GranulometryApp, BadInputGivesOneClearError) {

@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "brute_force.hpp"
 #include "weft/cuda.hpp"
@@ -105,6 +106,34 @@ TEST(GranulometryGpu, MatchesCpuWithMaxSize) {
   WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// A slab with a halo (counted planes in the middle, each opening on the counted planes ± n):
+// the same counts and size map as the CPU path, and the same as the whole volume's planes.
+TEST(GranulometryGpu, CountedPlanesMatchCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream = nullptr;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  Array mask = balls(Shape(45, 38, 64), 8, 0.45, 21);
+  Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+  const std::pair<int, int> ranges[] = {{0, 45}, {10, 27}, {0, 5}, {40, 45}};
+  for (Element e : {Element::octahedron, Element::cube, Element::ball})
+    for (int last : {3, 9, 300}) {  // 300: the unbounded (i32) paths
+      for (auto [first, end] : ranges) {
+        morphology::GranulometryOptions o{e, last, true, {}};
+        o.first_plane = first;
+        o.end_plane = end;
+        auto cpu = morphology::granulometry_cpu(mask, o);
+        auto gpu = morphology::granulometry_gpu(d_mask, o, stream);
+        EXPECT_EQ(cpu.remaining, gpu.remaining) << morphology::element_name(e) << " " << first << ".." << end;
+        EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
+            << morphology::element_name(e) << " " << first << ".." << end;
+      }
+      EXPECT_EQ(morphology::max_distance_cpu(mask, e, 10, 27),
+                morphology::max_distance_gpu(d_mask, e, 10, 27, stream)) << morphology::element_name(e);
+    }
+  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
@@ -131,8 +160,12 @@ TEST(GranulometryGpu, ProgramOnGpuMatchesCpu) {
     ASSERT_EQ(std::system((base + cpu + " --devices cpu").c_str()), 0);
     ASSERT_EQ(std::system((base + gpu + " --devices gpu").c_str()), 0);
     ASSERT_EQ(std::system((base + mapped + " --mapping " + WEFT_SOURCE_DIR + "/mapping/granulometry.yaml").c_str()), 0);
+    // Out of core on the GPU: 96 planes as 12 slabs of 8 (and the first pass that finds N).
+    const std::string slabs = (dir / (std::string(element) + "-slabs")).string();
+    ASSERT_EQ(std::system((base + slabs + " --devices gpu --slab-planes 8").c_str()), 0);
     EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(gpu + "/curve.csv")) << element;
     EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(mapped + "/curve.csv")) << element;
+    EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(slabs + "/curve.csv")) << element;
   }
   std::filesystem::remove_all(dir);
 }

@@ -528,16 +528,17 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 void launch_opening_count(const std::int32_t* distance, const std::uint16_t* distance16,
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& d, Element element, std::int32_t* size_map, int n,
-                          unsigned long long* count, cudaStream_t stream) {
+                          std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
+                          cudaStream_t stream) {
   using P = DistancePolicy;
-  if (d.voxels() == 0) return;
+  if (d.voxels() == 0 || count_voxels == 0) return;
   const SeedRule seeds{nullptr, distance, r};
-  const unsigned grid = grid_for(d.voxels(), P::kReduceThreads * 8);
+  const unsigned grid = grid_for(count_voxels, P::kReduceThreads * 8);
   constexpr std::uint16_t kInf = 0xFFFF;
   if (element == Element::ball && r >= kInf) {  // radius ≥ 256: i32 squared distances
     auto* f = static_cast<std::int32_t*>(work);
     launch_distance_transform(seeds, f, stacks, d, element, stream);
-    count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+    count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   } else if (element == Element::ball) {
     // Only squared distances ≤ r = n² matter, so u16 values, and the y and z passes need only the
     // offsets |d| ≤ n: windowed minima in shared memory (no envelope stacks, no divergence),
@@ -548,7 +549,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     launch_rows<std::uint16_t>(distance16 ? seeds16 : seeds, f, d, true, kInf, stream);
     launch_parabola_window(f, g, d, 1, r, stream);
     launch_parabola_window(g, f, d, 0, r, stream);
-    count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+    count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   } else if (distance8 && r < 255) {
     // Octahedra and cubes of radius < 255: u8 distances (a quarter of the i32 traffic), seeds
     // read from the u8 copy of D.
@@ -559,7 +560,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
       if (element == Element::octahedron) launch_byte_column<LineOp::cone>(f, d, axis, r, stream);
       else launch_byte_column<LineOp::window>(f, d, axis, r, stream);
     }
-    count_within_kernel<P, std::uint8_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+    count_within_kernel<P, std::uint8_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   } else {
     auto* f = static_cast<std::uint16_t*>(work);
     launch_rows<std::uint16_t>(seeds, f, d, false, kInf, stream);
@@ -567,7 +568,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
       if (element == Element::octahedron) launch_column<LineOp::cone, std::uint16_t>(f, d, axis, kInf, r, nullptr, stream);
       else launch_column<LineOp::window, std::uint16_t>(f, d, axis, kInf, r, nullptr, stream);
     }
-    count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f, d.voxels(), r, size_map, n, count);
+    count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   }
   check_launch("count_within_kernel", stream);
 }

@@ -57,10 +57,13 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 /// instead of `distance` (which may then be null).
 /// `distance8` (may be null) is min(D, 255): octahedra and cubes with r < 255 then run on u8
 /// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0.
+/// Only voxels [count_first, count_first + count_voxels) of the volume are counted (and written
+/// in `size_map`, which starts at count_first): the others only shape the opening.
 void launch_opening_count(const std::int32_t* distance, const std::uint16_t* distance16,
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
-                          unsigned long long* count, cudaStream_t stream);
+                          std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
+                          cudaStream_t stream);
 
 /// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
 /// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.

@@ -14,8 +14,8 @@ namespace {
 
 class GpuBackend {
  public:
-  GpuBackend(const Array& mask, Element element, int max_size, cudaStream_t stream)
-      : mask_(mask), element_(element), max_size_(max_size), stream_(stream) {
+  GpuBackend(const Array& mask, const GranulometryOptions& options, cudaStream_t stream)
+      : mask_(mask), element_(options.element), max_size_(options.max_size), stream_(stream) {
     if (mask.shape().ndim() != 3)
       throw ConfigError("granulometry: expected a 3D volume, got shape " + mask.shape().str());
     if (mask.dtype() != DType::u8)
@@ -23,6 +23,7 @@ class GpuBackend {
     if (mask.memory().is_host()) throw ConfigError("granulometry_gpu: the mask must be on a GPU");
     device_ = mask.memory().device_index;
     dims_ = {mask.shape()[0], mask.shape()[1], mask.shape()[2]};
+    planes_ = detail::Planes::of(dims_.z, options);
     scalars_ = Array::device(DType::f64, Shape(2), device_, stream_);
     WEFT_CUDA_CHECK(cudaMemsetAsync(scalars_.raw(), 0, scalars_.bytes(), stream_));
   }
@@ -30,6 +31,20 @@ class GpuBackend {
   std::int64_t count_foreground() {
     launch(counter(0), nullptr);
     return read_scalar(0);
+  }
+
+  /// i32 D over the whole mask (no bounded variant) and its maximum over the counted planes.
+  std::int64_t counted_max_distance() {
+    distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    if (element_ != Element::octahedron)
+      stacks_ = Array::device(DType::i32, Shape(3 * dims_.z, dims_.y, dims_.x), device_, stream_);
+    int* maximum = reinterpret_cast<int*>(counter(1));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
+    cuda::SeedRule seeds{mask_.data<std::uint8_t>(), nullptr, 0};
+    cuda::launch_distance_transform(seeds, distance_.data<std::int32_t>(), stacks(), dims_, element_, stream_);
+    cuda::launch_max(distance_.data<std::int32_t>() + plane_offset(planes_.first), planes_.count() * plane(),
+                     maximum, stream_);
+    return read_maximum(maximum);
   }
 
   std::int64_t distance_to_background() {
@@ -78,7 +93,7 @@ class GpuBackend {
   }
 
   void init_size_map() {
-    size_map_ = Array::device(DType::i32, mask_.shape(), device_, stream_);
+    size_map_ = Array::device(DType::i32, Shape(planes_.count(), dims_.y, dims_.x), device_, stream_);
     WEFT_CUDA_CHECK(cudaMemsetAsync(scalars_.raw(), 0, sizeof(unsigned long long), stream_));
     launch(counter(0), size_map_.data<std::int32_t>());
   }
@@ -93,11 +108,14 @@ class GpuBackend {
     pending_.push_back(count);
     if (element_ != Element::ball && r >= 0xFFFF)
       throw ConfigError("granulometry_gpu: sizes up to 65534 for octahedra and cubes, asked " + std::to_string(r));
-    cuda::launch_opening_count(distance_.empty() ? nullptr : distance_.data<std::int32_t>(),
-                               distance16_.empty() ? nullptr : distance16_.data<std::uint16_t>(),
-                               distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>(), r, work_.raw(),
-                               stacks(), dims_, element_, update_size_map ? size_map_.data<std::int32_t>() : nullptr,
-                               n, slot, stream_);
+    // The opening of size n on planes [from(n), to(n)) only (granulometry_driver.hpp says why).
+    const std::int64_t z0 = planes_.from(n), at = plane_offset(z0);
+    const cuda::VolumeDims box{planes_.to(n) - z0, dims_.y, dims_.x};
+    cuda::launch_opening_count(distance_.empty() ? nullptr : distance_.data<std::int32_t>() + at,
+                               distance16_.empty() ? nullptr : distance16_.data<std::uint16_t>() + at,
+                               distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>() + at, r, work_.raw(),
+                               stacks(), box, element_, update_size_map ? size_map_.data<std::int32_t>() : nullptr,
+                               n, plane_offset(planes_.first - z0), planes_.count() * plane(), slot, stream_);
   }
 
   void flush() {
@@ -117,8 +135,11 @@ class GpuBackend {
   unsigned long long* counter(int i) { return reinterpret_cast<unsigned long long*>(scalars_.raw()) + i; }
   std::int32_t* stacks() { return stacks_.empty() ? nullptr : stacks_.data<std::int32_t>(); }
   void launch(unsigned long long* count, std::int32_t* size_map) {
-    cuda::launch_count_mask(mask_.data<std::uint8_t>(), dims_.voxels(), size_map, count, stream_);
+    cuda::launch_count_mask(mask_.data<std::uint8_t>() + plane_offset(planes_.first), planes_.count() * plane(),
+                            size_map, count, stream_);
   }
+  [[nodiscard]] std::int64_t plane() const { return dims_.y * dims_.x; }
+  [[nodiscard]] std::int64_t plane_offset(std::int64_t z) const { return z * plane(); }
   std::int64_t read_maximum(int* maximum) {
     int host = 0;
     WEFT_CUDA_CHECK(cudaMemcpyAsync(&host, maximum, sizeof(int), cudaMemcpyDeviceToHost, stream_));
@@ -138,6 +159,7 @@ class GpuBackend {
   cudaStream_t stream_;
   int device_ = 0;
   cuda::VolumeDims dims_{};
+  detail::Planes planes_;
   Array scalars_, distance_, distance16_, distance8_, work_, stacks_, size_map_, counts_;
   std::vector<std::int64_t*> pending_;
 };
@@ -145,8 +167,20 @@ class GpuBackend {
 }  // namespace
 
 GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options, void* stream) {
-  GpuBackend backend(mask, options.element, options.max_size, static_cast<cudaStream_t>(stream));
+  GpuBackend backend(mask, options, static_cast<cudaStream_t>(stream));
   return detail::run_granulometry(backend, options);
+}
+
+std::int64_t max_distance_gpu(const Array& mask, Element element, std::int64_t first_plane, std::int64_t end_plane,
+                              void* stream) {
+  GranulometryOptions counted;
+  counted.element = element;
+  counted.max_size = 0;
+  counted.first_plane = first_plane;
+  counted.end_plane = end_plane;
+  GpuBackend backend(mask, counted, static_cast<cudaStream_t>(stream));
+  if (backend.count_foreground() == 0) return 0;
+  return backend.counted_max_distance();
 }
 
 }  // namespace weft::morphology

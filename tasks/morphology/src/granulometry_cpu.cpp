@@ -87,16 +87,16 @@ void cube_dilation_in_place(std::int32_t* f, const Dims& d, std::int64_t r) {
 
 class CpuBackend {
  public:
-  CpuBackend(const Array& mask, Element element)
+  CpuBackend(const Array& mask, Element element, const GranulometryOptions& options = {})
       : mask_(mask), dims_(dims_of(mask, "granulometry")), element_(element),
-        distance_(Array::host(DType::i32, mask.shape())), work_(Array::host(DType::i32, mask.shape())) {
+        planes_(detail::Planes::of(dims_.z, options)), distance_(Array::host(DType::i32, mask.shape())) {
     if (mask.dtype() != DType::u8) throw ConfigError("granulometry: the mask must be u8, got " +
                                                      std::string(dtype_name(mask.dtype())));
   }
 
   std::int64_t count_foreground() {
-    const std::uint8_t* m = mask_.data<std::uint8_t>();
-    return sum_over([&](std::int64_t i) { return m[i] != 0; });
+    const std::uint8_t* m = mask_.data<std::uint8_t>() + plane_offset(planes_.first);
+    return sum_over(planes_.count() * plane(), [&](std::int64_t i) { return m[i] != 0; });
   }
 
   std::int64_t distance_to_background() {
@@ -106,35 +106,39 @@ class CpuBackend {
       for (std::int64_t i = b; i < e; ++i) f[i] = m[i] ? kInfinity : 0;
     });
     transform_in_place(f, dims_, element_);
-    std::vector<std::int32_t> maxima(256, 0);
-    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int w) {
-      std::int32_t best = 0;
-      for (std::int64_t i = b; i < e; ++i) best = std::max(best, f[i]);
-      maxima[w] = best;
-    });
-    return *std::max_element(maxima.begin(), maxima.end());
+    return max_over(f, dims_.voxels());
+  }
+
+  /// Max D over the counted planes (after distance_to_background).
+  std::int64_t counted_max_distance() {
+    return max_over(distance_.data<std::int32_t>() + plane_offset(planes_.first), planes_.count() * plane());
   }
 
   void init_size_map() {
-    size_map_ = Array::host(DType::i32, mask_.shape());
-    const std::uint8_t* m = mask_.data<std::uint8_t>();
+    size_map_ = Array::host(DType::i32, Shape(planes_.count(), dims_.y, dims_.x));
+    const std::uint8_t* m = mask_.data<std::uint8_t>() + plane_offset(planes_.first);
     std::int32_t* s = size_map_.data<std::int32_t>();
-    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+    parallel_for(size_map_.size(), [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t i = b; i < e; ++i) s[i] = m[i] ? 0 : -1;
     });
   }
 
+  /// The opening of size n on planes [from(n), to(n)) only (granulometry_driver.hpp says why).
   void opening_count(int n, std::int64_t r, bool update_size_map, std::int64_t* count) {
-    const std::int32_t* dist = distance_.data<std::int32_t>();
+    const std::int64_t z0 = planes_.from(n);
+    const Dims box{planes_.to(n) - z0, dims_.y, dims_.x};
+    if (work_.empty()) work_ = Array::host(DType::i32, mask_.shape());
+    const std::int32_t* dist = distance_.data<std::int32_t>() + plane_offset(z0);
     std::int32_t* f = work_.data<std::int32_t>();
-    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+    parallel_for(box.voxels(), [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t i = b; i < e; ++i) f[i] = dist[i] > r ? 0 : kInfinity;
     });
-    if (element_ == Element::cube) cube_dilation_in_place(f, dims_, r);
-    else transform_in_place(f, dims_, element_);
+    if (element_ == Element::cube) cube_dilation_in_place(f, box, r);
+    else transform_in_place(f, box, element_);
+    const std::int32_t* counted = f + plane_offset(planes_.first - z0);
     std::int32_t* s = update_size_map ? size_map_.data<std::int32_t>() : nullptr;
-    *count = sum_over([&](std::int64_t i) {
-      const bool kept = f[i] <= r;
+    *count = sum_over(planes_.count() * plane(), [&](std::int64_t i) {
+      const bool kept = counted[i] <= r;
       if (kept && s) s[i] = n;
       return kept;
     });
@@ -144,7 +148,7 @@ class CpuBackend {
 
   Array take_size_map() { return std::move(size_map_); }
 
-  /// Opening as a 0/1 mask (tests and opening_cpu).
+  /// Opening as a 0/1 mask (tests and opening_cpu; the whole mask counted).
   Array opening_mask(std::int64_t r) {
     distance_to_background();
     std::int64_t count = 0;
@@ -159,13 +163,26 @@ class CpuBackend {
   [[nodiscard]] Array distance() const { return distance_; }
 
  private:
+  [[nodiscard]] std::int64_t plane() const { return dims_.y * dims_.x; }
+  [[nodiscard]] std::int64_t plane_offset(std::int64_t z) const { return z * plane(); }
+
+  static std::int64_t max_over(const std::int32_t* f, std::int64_t voxels) {
+    std::vector<std::int32_t> maxima(256, 0);
+    parallel_for(voxels, [&](std::int64_t b, std::int64_t e, int w) {
+      std::int32_t best = 0;
+      for (std::int64_t i = b; i < e; ++i) best = std::max(best, f[i]);
+      maxima[w] = std::max(maxima[w], best);
+    });
+    return *std::max_element(maxima.begin(), maxima.end());
+  }
+
   template <class Pred>
-  std::int64_t sum_over(Pred&& pred) {
+  static std::int64_t sum_over(std::int64_t voxels, Pred&& pred) {
     std::vector<std::int64_t> sums(256, 0);
-    parallel_for(dims_.voxels(), [&](std::int64_t b, std::int64_t e, int w) {
+    parallel_for(voxels, [&](std::int64_t b, std::int64_t e, int w) {
       std::int64_t c = 0;
       for (std::int64_t i = b; i < e; ++i) c += pred(i) ? 1 : 0;
-      sums[w] = c;
+      sums[w] += c;
     });
     std::int64_t total = 0;
     for (auto c : sums) total += c;
@@ -175,6 +192,7 @@ class CpuBackend {
   Array mask_;
   Dims dims_;
   Element element_;
+  detail::Planes planes_;
   Array distance_;
   Array work_;
   Array size_map_;
@@ -183,8 +201,19 @@ class CpuBackend {
 }  // namespace
 
 GranulometryResult granulometry_cpu(const Array& mask, const GranulometryOptions& options) {
-  CpuBackend backend(mask, options.element);
+  CpuBackend backend(mask, options.element, options);
   return detail::run_granulometry(backend, options);
+}
+
+std::int64_t max_distance_cpu(const Array& mask, Element element, std::int64_t first_plane, std::int64_t end_plane) {
+  GranulometryOptions counted;
+  counted.max_size = 0;
+  counted.first_plane = first_plane;
+  counted.end_plane = end_plane;
+  CpuBackend backend(mask, element, counted);
+  if (backend.count_foreground() == 0) return 0;
+  (void)backend.distance_to_background();
+  return backend.counted_max_distance();
 }
 
 Array distance_transform_cpu(const Array& mask, Element element, bool seed_foreground) {

@@ -22,12 +22,17 @@ struct GranulometryOptions {
   bool size_map = false;  ///< also compute the opening function
   /// Called after each size is done (n, last n), e.g. for a progress bar; may be empty.
   std::function<void(int, int)> on_size;
+  /// Planes [first_plane, end_plane) of axis 0 are counted (and make the size map); the others
+  /// are a halo that only shapes the openings, for a slab of a larger volume (slabs.hpp says how
+  /// wide it must be). end_plane −1: the last plane. With a halo, max_size must be given.
+  std::int64_t first_plane = 0;
+  std::int64_t end_plane = -1;
 };
 
 struct GranulometryResult {
   std::vector<std::int64_t> remaining;  ///< remaining[n], n = 0 (the input) .. N
   std::vector<std::int64_t> spectrum;   ///< spectrum[n] = remaining[n] − remaining[n+1], n = 0 .. N
-  /// i32 [Z,Y,X] (host for the CPU path, device for the GPU path) when asked: largest n ≤ N whose opening keeps the voxel, −1 for
+  /// i32 [counted planes,Y,X] (host for the CPU path, device for the GPU path) when asked: largest n ≤ N whose opening keeps the voxel, −1 for
   /// background voxels (empty otherwise).
   Array size_map;
 };
@@ -39,6 +44,12 @@ struct GranulometryResult {
 /// of the volume whose mask value is (non-zero == `seed_foreground`); kInfinity if none. i32.
 [[nodiscard]] Array distance_transform_cpu(const Array& mask, Element element, bool seed_foreground);
 
+/// Largest distance to the background (the element's metric, squared for balls) over planes
+/// [first_plane, end_plane) of a host u8 mask, the background looked for in the whole mask;
+/// device::kInfinity if the mask has no background, 0 if those planes have no foreground.
+[[nodiscard]] std::int64_t max_distance_cpu(const Array& mask, Element element, std::int64_t first_plane = 0,
+                                            std::int64_t end_plane = -1);
+
 /// Opening of a host u8 mask by the element of size n, as a u8 0/1 mask (CPU).
 [[nodiscard]] Array opening_cpu(const Array& mask, Element element, int n);
 
@@ -48,6 +59,9 @@ struct GranulometryResult {
 /// that GPU.
 [[nodiscard]] GranulometryResult granulometry_gpu(const Array& mask, const GranulometryOptions& options,
                                                   void* stream);
+/// max_distance_cpu on the GPU (mask on the current device, work ordered on `stream`).
+[[nodiscard]] std::int64_t max_distance_gpu(const Array& mask, Element element, std::int64_t first_plane,
+                                            std::int64_t end_plane, void* stream);
 #endif
 
 }  // namespace weft::morphology

@@ -1,0 +1,247 @@
+// Granulometry over several GPUs: a 2048³ volume of overlapping balls (radii 2–40, ~40 %
+// foreground), N = 50, split into slabs over 1, 2 and 4 GPUs (of one rank, or one per rank
+// under mpirun), through the same graph as `weft granulometry` (tasks/morphology/slab_tasks.hpp)
+// with the volume in host memory on every rank (each worker copies its slab's planes: no HDF5).
+// Reports the run's wall time and the slowest worker's compute time per GPU count, the parallel
+// efficiency T1 / (g · Tg) of both, and the bytes floor per GPU; merges them into
+// bench/results/granulometry.json (metrics.slabs_2048, or slabs_2048_ranksN under mpirun, and one
+// target) keeping the rest of the file.
+// Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
+//        [--elements octahedron,cube,ball] [--repeats 1]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu.hpp"
+#include "result.hpp"
+#include "weft/cuda.hpp"
+#include "weft/exec/environment.hpp"
+#include "weft/exec/executor.hpp"
+#include "weft/tasks/morphology/slab_tasks.hpp"
+#include "weft/tasks/morphology/synthetic.hpp"
+
+namespace {
+
+using namespace weft;
+using morphology::Element;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) v.push_back(part);
+  return v;
+}
+
+/// Sums the rounds' curves (rank 0); size maps are not asked.
+class CurveSink final : public Task {
+ public:
+  CurveSink(int workers, std::shared_ptr<std::vector<std::int64_t>> total)
+      : Task("report"), total_(std::move(total)) {
+    for (int i = 0; i < workers; ++i) maps.push_back(input<Array>("map." + std::to_string(i)));
+  }
+  In<std::vector<std::int64_t>> remaining = input<std::vector<std::int64_t>>("remaining");
+  In<std::vector<std::int64_t>> spectrum = input<std::vector<std::int64_t>>("spectrum");
+  std::vector<In<Array>> maps;
+  void run(Context& ctx) override {
+    const auto r = ctx.take(remaining);
+    (void)ctx.take(spectrum);
+    for (const auto& m : maps) (void)ctx.take(m);
+    total_->resize(std::max(total_->size(), r.size()), 0);
+    for (std::size_t n = 0; n < r.size(); ++n) (*total_)[n] += r[n];
+  }
+
+ private:
+  std::shared_ptr<std::vector<std::int64_t>> total_;
+};
+
+struct Measure {
+  double wall = 0, compute = 0;
+  std::vector<std::int64_t> curve;
+  int slabs = 0, rounds = 0;
+  std::int64_t planes = 0;
+};
+
+Measure run_once(const Environment& env, const Array& volume, Element e, int last, const std::vector<Place>& places) {
+  const Shape& s = volume.shape();
+  double budget = 0;
+  for (const Place& p : places)
+    for (const auto& g : env.cluster().ranks[static_cast<std::size_t>(p.rank)].gpus)
+      if (g.index == p.device && (budget == 0 || 0.7 * static_cast<double>(g.memory_bytes) < budget))
+        budget = 0.7 * static_cast<double>(g.memory_bytes);
+  const auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last),
+                                           static_cast<int>(places.size()), 0, budget,
+                                           morphology::slab_bytes_per_voxel(e, last, false, true));
+  const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
+  morphology::MaskReader reader = [&volume, plane, s](std::int64_t first, std::int64_t count) {
+    Array out = Array::host(DType::u8, Shape(count, s[1], s[2]));
+    std::memcpy(out.raw(), volume.data<std::uint8_t>() + static_cast<std::size_t>(first) * plane, out.bytes());
+    return out;
+  };
+  auto total = std::make_shared<std::vector<std::int64_t>>();
+  Graph g;
+  const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader);
+  auto& sink = g.add<CurveSink>(plan.workers, total);
+  g.connect(slabs.remaining, sink.remaining);
+  g.connect(slabs.spectrum, sink.spectrum);
+  for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
+  morphology::SlabMapper mapper(places);
+  AutoMapper automatic(DeviceChoice::gpu);
+  Executor ex({.channel_capacity = 2});
+  RunHandle run = ex.run(g, map_graph(g, env.cluster(), {&mapper, &automatic}));
+  run.wait();
+  Measure m;
+  const RunStats stats = run.stats();
+  m.wall = stats.seconds;
+  for (const auto& t : stats.tasks)
+    if (t.task.rfind("openings.", 0) == 0) m.compute = std::max(m.compute, t.busy_seconds);
+  m.curve = *total;
+  m.slabs = plan.slabs();
+  m.rounds = plan.rounds();
+  m.planes = plan.planes;
+  return m;
+}
+
+/// Merges this run into the results file: metrics.slabs_<size> and the efficiency target, keeping
+/// every other key (the single-GPU entries may come from another machine).
+void merge_results(bench::Result& result, const nlohmann::json& slabs, const std::string& key,
+                   const std::string& target, const nlohmann::json& target_value) {
+  const char* dir = std::getenv("WEFT_RESULTS_DIR");
+  const std::filesystem::path file =
+      std::filesystem::path(dir ? dir : std::string(WEFT_SOURCE_DIR) + "/bench/results") / "granulometry.json";
+  nlohmann::json doc = result.json();
+  if (std::ifstream in(file); in) {
+    nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+    if (old.is_object() && old.value("benchmark", "") == "granulometry") doc = old;
+  }
+  nlohmann::json run = slabs;
+  for (const char* k : {"device", "commit", "date", "command"})
+    if (result.json().contains(k)) run[k] = result.json()[k];
+  doc["metrics"][key] = run;
+  if (!target_value.is_null()) doc["targets"][target] = target_value;
+  result.json() = doc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Environment env(argc, argv);
+  const bool root = env.rank() == 0;
+  std::int64_t size = 2048;
+  int last = 50, repeats = 1;
+  std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--size") size = std::stoll(next());
+    else if (a == "--max-size") last = std::stoi(next());
+    else if (a == "--gpus") gpus_text = next();
+    else if (a == "--elements") elements_text = next();
+    else if (a == "--repeats") repeats = std::max(1, std::stoi(next()));
+    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+  }
+  const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
+  if (all.empty() || !all.front().is_gpu()) {
+    if (root) std::printf("granulometry_slabs_bench: no GPU, nothing measured\n");
+    return 0;
+  }
+  bench::Result result("granulometry", argc, argv);
+  auto t0 = Clock::now();
+  if (root) std::printf("generating %lld^3 overlapping balls on every rank...\n", static_cast<long long>(size)), std::fflush(stdout);
+  const Array volume = morphology::overlapping_balls(Shape(size, size, size), 2, 40, 0.4, 7);
+  if (root) std::printf("  %.1f s; %zu GPU place(s) over %d rank(s)\n",
+                        std::chrono::duration<double>(Clock::now() - t0).count(), all.size(), env.size());
+  double bandwidth = 0;
+  {
+    cudaStream_t stream = nullptr;
+    WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+    bandwidth = bench::device_copy_bandwidth(stream);
+    WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  nlohmann::json rows = nlohmann::json::array(), target;
+  if (root)
+    std::printf("%-10s %4s %6s %6s %7s %9s %9s %9s %8s %8s\n", "element", "gpus", "slabs", "rounds", "planes", "wall s",
+                "compute s", "floor s", "eff wall", "eff gpu"), std::fflush(stdout);
+  for (const std::string& name : split(elements_text)) {
+    Element e{};
+    try {
+      e = morphology::parse_element(name);
+    } catch (const std::exception& ex) {
+      if (root) std::printf("%s\n", ex.what());
+      continue;
+    }
+    Measure base;
+    std::vector<std::int64_t> reference;
+    for (const std::string& gtext : split(gpus_text)) {
+      const int g = std::stoi(gtext);
+      nlohmann::json row = {{"element", name}, {"gpus", g}, {"ranks", env.size()}};
+      if (g < 1 || g > static_cast<int>(all.size())) {
+        row["skipped"] = "only " + std::to_string(all.size()) + " GPU places";
+        if (root) std::printf("%-10s %4d skipped (%zu GPUs)\n", name.c_str(), g, all.size());
+        rows.push_back(row);
+        continue;
+      }
+      try {
+        const std::vector<Place> places(all.begin(), all.begin() + g);
+        (void)run_once(env, volume, e, last, places);  // warm: pools, pinned host memory
+        Measure best;
+        for (int r = 0; r < repeats; ++r) {
+          Measure m = run_once(env, volume, e, last, places);
+          if (r == 0 || m.wall < best.wall) best = m;
+        }
+        int computed = 0;
+        for (std::size_t n = 1; n < best.curve.size() && best.curve[n] > 0; ++n) ++computed;
+        // Bytes the kernels move per voxel and size (granulometry_bench.cpp), shared by g GPUs.
+        const double floor = static_cast<double>(volume.size()) * (name == "ball" ? 28.0 : 14.0) * (computed + 2) /
+                             bandwidth / g;
+        if (g == 1 || base.wall == 0) base = best, reference = best.curve;
+        const double eff_wall = base.wall / (best.wall * g);
+        const double eff_gpu = base.compute > 0 && best.compute > 0 ? base.compute / (best.compute * g) : -1;
+        row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
+                    {"wall_seconds", best.wall}, {"compute_seconds", best.compute}, {"floor_seconds", floor},
+                    {"ratio", best.compute / floor}, {"efficiency_wall", eff_wall}, {"efficiency_compute", eff_gpu},
+                    {"curve_identical_to_first", best.curve == reference}, {"foreground", best.curve.empty() ? 0 : best.curve[0]}});
+        if (root)
+          std::printf("%-10s %4d %6d %6d %7lld %9.3f %9.3f %9.3f %8.2f %8.2f%s\n", name.c_str(), g, best.slabs,
+                      best.rounds, static_cast<long long>(best.planes), best.wall, best.compute, floor, eff_wall,
+                      eff_gpu, best.curve == reference ? "" : "  CURVE DIFFERS"), std::fflush(stdout);
+        // The GPU targets are compute times: the efficiency of the slowest worker's compute
+        // when every worker is on this rank; under mpirun only rank 0's worker is seen, so the wall time.
+        if (g == 4 && name == "octahedron" && size == 2048) {
+          const bool local = env.size() == 1 && eff_gpu > 0;
+          const double value = local ? eff_gpu : eff_wall;
+          target = {{"value", value}, {"goal", 0.85}, {"met", value >= 0.85},
+                    {"basis", local ? "compute (slowest GPU)" : "wall time"}, {"efficiency_wall", eff_wall}};
+        }
+      } catch (const std::exception& ex) {
+        row["error"] = ex.what();
+        if (root) std::printf("%-10s %4d failed: %s\n", name.c_str(), g, ex.what()), std::fflush(stdout);
+      }
+      rows.push_back(row);
+    }
+  }
+  if (!root) return 0;
+  nlohmann::json slabs = {{"volume", size}, {"max_size", last}, {"copy_bandwidth_GBps", bandwidth / 1e9},
+                          {"ranks", env.size()}, {"gpu_places", all.size()}, {"runs", rows},
+                          {"note", "wall: the graph's run (slab copies from host memory, uploads, openings, sums); "
+                                   "compute: the slowest worker's time in its openings on this rank (rank 0 only "
+                                   "under mpirun); efficiency T1 / (g Tg)"}};
+  // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
+  const std::string suffix = env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "";
+  merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix,
+                env.size() > 1 ? "parallel_efficiency_2048_4ranks" : "parallel_efficiency_2048_4gpu", target);
+  std::printf("wrote %s (total %.0f s)\n", result.write().c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
+  return 0;
+}

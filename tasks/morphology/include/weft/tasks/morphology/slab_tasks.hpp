@@ -1,0 +1,168 @@
+#pragma once
+/// The granulometry of a volume split into slabs over several places (GPUs or CPUs of every
+/// rank), each slab read where it is computed:
+///
+///   volume.i (CPU) → upload.i → openings.i (GPU or CPU) ─┐
+///                    ...                                 ├→ curve (sum of one round) → the caller's sink
+///   volume.j (CPU) → upload.j → openings.j ─────────────┘
+///
+/// Worker i handles slabs i, i + W, i + 2W, ... (SlabPlan), one per round, so that its reader
+/// prepares the next slab and upload.i (on the worker's place: the runtime copies the mask there
+/// when it fires) moves it while the current one computes. Curves of a round are summed by a
+/// fan-in task; the size maps of the slabs' own planes leave on each worker's size_map output.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/graph/graph.hpp"
+#include "weft/mapping/mapping.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/slabs.hpp"
+
+namespace weft::morphology {
+
+/// Reads planes [first, first + count) of the volume as a host u8 mask [count, Y, X] (non-zero =
+/// foreground). Called on the rank of the worker that computes them.
+using MaskReader = std::function<Array(std::int64_t first, std::int64_t count)>;
+
+/// What travels with a slab: {first, end, read_first, read_end} (planes of the volume).
+using SlabPlanes = std::vector<std::int64_t>;
+
+/// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the volume).
+class SlabSource final : public Task {
+ public:
+  SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader);
+  Out<Array> mask = output<Array>("mask", DType::u8, 3);
+  Out<SlabPlanes> slab = output<SlabPlanes>("slab");
+  void run(Context& ctx) override;
+
+ private:
+  SlabPlan plan_;
+  int worker_;
+  MaskReader reader_;
+  int round_ = 0;
+};
+
+/// Hands a slab on unchanged; placed with its worker's openings, it makes the runtime copy the
+/// next slab to that device while the current one computes.
+class SlabUpload final : public Task {
+ public:
+  explicit SlabUpload(std::string name) : Task(std::move(name)) {}
+  In<Array> mask_in = input<Array>("mask", DType::u8, 3);
+  In<SlabPlanes> slab_in = input<SlabPlanes>("slab");
+  Out<Array> mask = output<Array>("mask", DType::u8, 3);
+  Out<SlabPlanes> slab = output<SlabPlanes>("slab");
+  void run(Context& ctx) override;
+  [[nodiscard]] bool has_cuda() const override { return true; }
+  void run_cuda(Context& ctx) override { run(ctx); }
+};
+
+/// Openings of one slab, counting its own planes: remaining(n) and spectrum(n) for n = 0..N,
+/// and the size map of its own planes (a 1-element array when not asked or for an empty slab).
+class SlabGranulometry final : public Task {
+ public:
+  SlabGranulometry(std::string name, GranulometryOptions options);
+  In<Array> mask = input<Array>("mask", DType::u8, 3);
+  In<SlabPlanes> slab = input<SlabPlanes>("slab");
+  Out<std::vector<std::int64_t>> remaining = output<std::vector<std::int64_t>>("remaining");
+  Out<std::vector<std::int64_t>> spectrum = output<std::vector<std::int64_t>>("spectrum");
+  Out<Array> size_map = output<Array>("size_map", DType::i32);
+  void run(Context& ctx) override;
+  [[nodiscard]] bool has_cuda() const override;
+  void run_cuda(Context& ctx) override;
+  [[nodiscard]] double cost_hint() const override { return 100.0; }
+
+ private:
+  [[nodiscard]] GranulometryOptions options_for(const SlabPlanes& planes) const;
+  void put(Context& ctx, GranulometryResult result);
+  GranulometryOptions options_;
+};
+
+/// Largest distance to the background over a slab's own planes, as far as its halo can tell:
+/// {value, exact}. exact = 1: value is max D. exact = 0: max D > cap, value = cap + 1, with
+/// cap = r(halo) (every D ≤ cap on own planes is exact, the nearest background being at most
+/// halo planes away).
+class SlabMaxDistance final : public Task {
+ public:
+  SlabMaxDistance(std::string name, Element element, SlabPlan plan);
+  In<Array> mask = input<Array>("mask", DType::u8, 3);
+  In<SlabPlanes> slab = input<SlabPlanes>("slab");
+  Out<std::vector<std::int64_t>> out = output<std::vector<std::int64_t>>("out");
+  void run(Context& ctx) override;
+  [[nodiscard]] bool has_cuda() const override;
+  void run_cuda(Context& ctx) override;
+
+ private:
+  void put(Context& ctx, const SlabPlanes& planes, std::int64_t max_distance);
+  Element element_;
+  SlabPlan plan_;
+};
+
+/// Fan-in: element-wise sums of the workers' curves of one round (shorter ones padded with 0).
+class CurveSum final : public Task {
+ public:
+  CurveSum(std::string name, int workers);
+  std::vector<In<std::vector<std::int64_t>>> remaining_in, spectrum_in;
+  Out<std::vector<std::int64_t>> remaining = output<std::vector<std::int64_t>>("remaining");
+  Out<std::vector<std::int64_t>> spectrum = output<std::vector<std::int64_t>>("spectrum");
+  void run(Context& ctx) override;
+};
+
+/// Largest distance to the background of the whole volume, as the slabs could tell.
+struct MaxDistance {
+  std::int64_t value = 0;
+  bool exact = true;
+  int rounds_seen = 0;
+};
+
+/// Sink on one rank: folds every worker's SlabMaxDistance of every round into `result`.
+class MaxDistanceCollector final : public Task {
+ public:
+  MaxDistanceCollector(std::string name, int workers, std::shared_ptr<MaxDistance> result);
+  std::vector<In<std::vector<std::int64_t>>> in;
+  void run(Context& ctx) override;
+
+ private:
+  std::shared_ptr<MaxDistance> result_;
+};
+
+/// The outputs of add_slab_granulometry, for the caller's sink.
+struct SlabGraph {
+  Out<std::vector<std::int64_t>> remaining;  ///< summed over the workers, one value per round
+  Out<std::vector<std::int64_t>> spectrum;
+  std::vector<Out<Array>> size_maps;         ///< per worker: its slab of the round (own planes)
+};
+
+/// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
+/// `options.max_size` must be ≥ 0 unless the plan has a single slab.
+SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
+                                const MaskReader& reader);
+
+/// Adds volume.i → distance.i for every worker and one "collect.r" per rank r (each rank's own
+/// collector fills `result`): after the run, every rank knows max D as far as `plan.halo` tells.
+void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, const MaskReader& reader, int ranks,
+                           const std::shared_ptr<MaxDistance>& result);
+
+/// The places slabs are computed on: every GPU of every rank (--devices gpu, or auto when there
+/// are GPUs), one CPU per rank (cpu, or auto without GPUs), or every GPU plus the CPU of each
+/// rank without one (all). A GPU seen by several ranks of one host is one place, on the least
+/// loaded of them (so `mpirun -np 4` on a 4-GPU host gives each rank its own GPU).
+[[nodiscard]] std::vector<Place> slab_places(const Cluster& cluster, DeviceChoice choice);
+
+/// Default placement of the slab tasks: upload.i, openings.i and distance.i on places[i], volume.i on the
+/// CPU of that rank, collect.r on the CPU of rank r; no opinion on other tasks. Consulted after a
+/// mapping file, before the automatic mapper.
+class SlabMapper final : public Mapper {
+ public:
+  explicit SlabMapper(std::vector<Place> places) : places_(std::move(places)) {}
+  std::optional<Place> place(const Task& task, const Graph& graph, const Cluster& cluster) const override;
+  std::string name() const override { return "slabs"; }
+
+ private:
+  std::vector<Place> places_;
+};
+
+}  // namespace weft::morphology

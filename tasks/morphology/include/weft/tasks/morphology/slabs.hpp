@@ -1,0 +1,53 @@
+#pragma once
+/// Splitting a volume into slabs along z for several places (and more slabs than places when a
+/// slab must fit a memory budget): each slab counts its own planes and carries a halo of planes
+/// on each side, clamped at the volume's faces, as wide as the largest element needs for the
+/// counts to be exact (granulometry_driver.hpp proves it).
+#include <cstdint>
+
+#include "weft/tasks/morphology/element.hpp"
+
+namespace weft::morphology {
+
+/// One slab: own planes [first, end) of the volume, read with its halo as [read_first, read_end).
+struct Slab {
+  std::int64_t first = 0, end = 0;
+  std::int64_t read_first = 0, read_end = 0;
+  [[nodiscard]] bool empty() const { return end <= first; }
+  [[nodiscard]] std::int64_t read_planes() const { return read_end - read_first; }
+};
+
+/// Slabs of `planes` own planes each, slab s handled by worker s mod workers in round s / workers.
+/// Every worker has rounds() slabs, the ones past the volume empty (so that per-round sums over
+/// workers see one value from each).
+struct SlabPlan {
+  std::int64_t depth = 0;   ///< Z of the volume
+  std::int64_t height = 0;  ///< Y
+  std::int64_t width = 0;   ///< X
+  std::int64_t halo = 0;    ///< planes read beyond each side of a slab (clamped at the faces)
+  std::int64_t planes = 1;  ///< own planes per slab
+  int workers = 1;
+
+  [[nodiscard]] int slabs() const { return static_cast<int>((depth + planes - 1) / planes); }
+  [[nodiscard]] int rounds() const { return (slabs() + workers - 1) / workers; }
+  [[nodiscard]] Slab slab(int round, int worker) const;
+};
+
+/// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses
+/// the opening N + 1): 2 (N + 1), the distance transform reaching n planes further than the
+/// dilation of size n (granulometry_driver.hpp).
+[[nodiscard]] constexpr std::int64_t halo_for(int max_size) noexcept { return 2 * (std::int64_t{max_size} + 1); }
+
+/// Bytes per voxel a slab needs on a place while its openings run (mask, erosion distances and
+/// work arrays; the size map if asked; twice the mask for the next slab arriving meanwhile).
+[[nodiscard]] double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept;
+
+/// Chooses the slabs of a depth × height × width volume for `workers` places: `forced_planes` own
+/// planes per slab if > 0, else as many as fit `budget_bytes` per place at `bytes_per_voxel` (0:
+/// no limit) with their halo, at most ⌈depth / workers⌉. Throws ConfigError (naming
+/// `budget_option`) when not even one plane and its halo fits.
+[[nodiscard]] SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width, std::int64_t halo,
+                                  int workers, std::int64_t forced_planes, double budget_bytes,
+                                  double bytes_per_voxel, const char* budget_option = "--device-memory");
+
+}  // namespace weft::morphology

@@ -1,0 +1,256 @@
+#include "weft/tasks/morphology/slab_tasks.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <utility>
+
+#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::morphology {
+namespace {
+
+SlabPlanes planes_of(const Slab& s) { return {s.first, s.end, s.read_first, s.read_end}; }
+
+void check_planes(const SlabPlanes& p, const Array& mask, const std::string& task) {
+  if (p.size() != 4 || mask.shape().ndim() != 3 || (p[1] > p[0] && p[3] - p[2] != mask.shape()[0]))
+    throw ConfigError(task + ": the slab's planes do not match its mask (" + mask.shape().str() + ")");
+}
+
+}  // namespace
+
+SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader)
+    : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)) {}
+
+void SlabSource::run(Context& ctx) {
+  if (round_ == plan_.rounds()) return ctx.end_stream();
+  const Slab s = plan_.slab(round_++, worker_);
+  Array m;
+  if (s.empty()) {
+    m = Array::host(DType::u8, Shape(1, 1, 1));
+    m.zero();
+  } else {
+    m = reader_(s.read_first, s.read_planes());
+    if (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != s.read_planes() ||
+        m.shape()[1] != plan_.height || m.shape()[2] != plan_.width)
+      throw ConfigError(name() + ": the reader returned " + m.shape().str() + " " + std::string(dtype_name(m.dtype())) +
+                        " for planes [" + std::to_string(s.read_first) + ", " + std::to_string(s.read_end) + ")");
+  }
+  ctx.put(mask, std::move(m));
+  ctx.put(slab, planes_of(s));
+}
+
+void SlabUpload::run(Context& ctx) {
+  ctx.put(mask, ctx.take(mask_in));
+  ctx.put(slab, ctx.take(slab_in));
+}
+
+SlabGranulometry::SlabGranulometry(std::string name, GranulometryOptions options)
+    : Task(std::move(name)), options_(std::move(options)) {}
+
+GranulometryOptions SlabGranulometry::options_for(const SlabPlanes& p) const {
+  GranulometryOptions o = options_;
+  o.first_plane = p[0] - p[2];
+  o.end_plane = p[1] - p[2];
+  return o;
+}
+
+void SlabGranulometry::put(Context& ctx, GranulometryResult result) {
+  ctx.put(remaining, std::move(result.remaining));
+  ctx.put(spectrum, std::move(result.spectrum));
+  if (result.size_map.empty()) {
+    result.size_map = ctx.alloc(DType::i32, Shape(1));
+    if (result.size_map.memory().is_host()) result.size_map.zero();
+  }
+  ctx.put(size_map, std::move(result.size_map));
+}
+
+namespace {
+/// The curve of a slab without own planes: zeros for n = 0..N.
+GranulometryResult empty_result(int max_size) {
+  GranulometryResult r;
+  r.remaining.assign(static_cast<std::size_t>(std::max(max_size, 0)) + 1, 0);
+  r.spectrum = r.remaining;
+  return r;
+}
+}  // namespace
+
+void SlabGranulometry::run(Context& ctx) {
+  Array m = ctx.take(mask);
+  const SlabPlanes p = ctx.take(slab);
+  check_planes(p, m, name());
+  if (p[1] <= p[0]) return put(ctx, empty_result(options_.max_size));
+  put(ctx, granulometry_cpu(m, options_for(p)));
+}
+
+#if defined(WEFT_HAVE_CUDA)
+bool SlabGranulometry::has_cuda() const { return true; }
+void SlabGranulometry::run_cuda(Context& ctx) {
+  Array m = ctx.take(mask);
+  const SlabPlanes p = ctx.take(slab);
+  check_planes(p, m, name());
+  if (p[1] <= p[0]) return put(ctx, empty_result(options_.max_size));
+  put(ctx, granulometry_gpu(m, options_for(p), ctx.stream()));
+}
+#else
+bool SlabGranulometry::has_cuda() const { return false; }
+void SlabGranulometry::run_cuda(Context& ctx) { Task::run_cuda(ctx); }
+#endif
+
+SlabMaxDistance::SlabMaxDistance(std::string name, Element element, SlabPlan plan)
+    : Task(std::move(name)), element_(element), plan_(plan) {}
+
+void SlabMaxDistance::put(Context& ctx, const SlabPlanes& p, std::int64_t max_distance) {
+  // A slab read over the whole volume knows D exactly; otherwise D ≤ r(halo) on an own plane
+  // puts the nearest background within halo planes, inside the slab, so min(D, cap + 1) is exact.
+  const bool whole = p[2] == 0 && p[3] == plan_.depth;
+  const std::int64_t cap = radius_limit(element_, plan_.halo);
+  if (whole || max_distance <= cap) return ctx.put(out, std::vector<std::int64_t>{max_distance, 1});
+  ctx.put(out, std::vector<std::int64_t>{cap + 1, 0});
+}
+
+void SlabMaxDistance::run(Context& ctx) {
+  Array m = ctx.take(mask);
+  const SlabPlanes p = ctx.take(slab);
+  check_planes(p, m, name());
+  if (p[1] <= p[0]) return ctx.put(out, std::vector<std::int64_t>{0, 1});
+  put(ctx, p, max_distance_cpu(m, element_, p[0] - p[2], p[1] - p[2]));
+}
+
+#if defined(WEFT_HAVE_CUDA)
+bool SlabMaxDistance::has_cuda() const { return true; }
+void SlabMaxDistance::run_cuda(Context& ctx) {
+  Array m = ctx.take(mask);
+  const SlabPlanes p = ctx.take(slab);
+  check_planes(p, m, name());
+  if (p[1] <= p[0]) return ctx.put(out, std::vector<std::int64_t>{0, 1});
+  put(ctx, p, max_distance_gpu(m, element_, p[0] - p[2], p[1] - p[2], ctx.stream()));
+}
+#else
+bool SlabMaxDistance::has_cuda() const { return false; }
+void SlabMaxDistance::run_cuda(Context& ctx) { Task::run_cuda(ctx); }
+#endif
+
+CurveSum::CurveSum(std::string name, int workers) : Task(std::move(name)) {
+  for (int i = 0; i < workers; ++i) remaining_in.push_back(input<std::vector<std::int64_t>>("remaining." + std::to_string(i)));
+  for (int i = 0; i < workers; ++i) spectrum_in.push_back(input<std::vector<std::int64_t>>("spectrum." + std::to_string(i)));
+}
+
+void CurveSum::run(Context& ctx) {
+  auto sum = [&](const std::vector<In<std::vector<std::int64_t>>>& ports) {
+    std::vector<std::int64_t> total;
+    for (const auto& port : ports) {
+      const std::vector<std::int64_t> v = ctx.take(port);
+      if (v.size() > total.size()) total.resize(v.size(), 0);
+      for (std::size_t n = 0; n < v.size(); ++n) total[n] += v[n];
+    }
+    return total;
+  };
+  ctx.put(remaining, sum(remaining_in));
+  ctx.put(spectrum, sum(spectrum_in));
+}
+
+MaxDistanceCollector::MaxDistanceCollector(std::string name, int workers, std::shared_ptr<MaxDistance> result)
+    : Task(std::move(name)), result_(std::move(result)) {
+  for (int i = 0; i < workers; ++i) in.push_back(input<std::vector<std::int64_t>>("in." + std::to_string(i)));
+}
+
+void MaxDistanceCollector::run(Context& ctx) {
+  for (const auto& port : in) {
+    const std::vector<std::int64_t> v = ctx.take(port);
+    if (v.size() != 2) throw ConfigError(name() + ": expected {value, exact}");
+    result_->value = std::max(result_->value, v[0]);
+    result_->exact = result_->exact && v[1] != 0;
+  }
+  ++result_->rounds_seen;
+}
+
+SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
+                                const MaskReader& reader) {
+  if (options.max_size < 0 && plan.slabs() > 1)
+    throw ConfigError("granulometry over " + std::to_string(plan.slabs()) + " slabs: the largest size must be known");
+  auto& sum = graph.add<CurveSum>("curve", plan.workers);
+  SlabGraph out{sum.remaining, sum.spectrum, {}};
+  for (int i = 0; i < plan.workers; ++i) {
+    const std::string id = std::to_string(i);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader);
+    auto& upload = graph.add<SlabUpload>("upload." + id);
+    auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
+    graph.connect(source.mask, upload.mask_in);
+    graph.connect(source.slab, upload.slab_in);
+    graph.connect(upload.mask, openings.mask);
+    graph.connect(upload.slab, openings.slab);
+    graph.connect(openings.remaining, sum.remaining_in[i]);
+    graph.connect(openings.spectrum, sum.spectrum_in[i]);
+    out.size_maps.push_back(openings.size_map);
+  }
+  return out;
+}
+
+void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, const MaskReader& reader, int ranks,
+                           const std::shared_ptr<MaxDistance>& result) {
+  std::vector<MaxDistanceCollector*> collectors;
+  for (int r = 0; r < ranks; ++r)
+    collectors.push_back(&graph.add<MaxDistanceCollector>("collect." + std::to_string(r), plan.workers, result));
+  for (int i = 0; i < plan.workers; ++i) {
+    const std::string id = std::to_string(i);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader);
+    auto& distance = graph.add<SlabMaxDistance>("distance." + id, element, plan);
+    graph.connect(source.mask, distance.mask);
+    graph.connect(source.slab, distance.slab);
+    for (auto* c : collectors) graph.connect(distance.out, c->in[i]);
+  }
+}
+
+std::vector<Place> slab_places(const Cluster& cluster, DeviceChoice choice) {
+  const bool gpus = cluster.gpu_count() > 0;
+  if (choice == DeviceChoice::gpu && !gpus) throw ConfigError("--devices gpu: no GPU was found on any rank");
+  const bool use_gpus = choice != DeviceChoice::cpu && gpus;
+  std::vector<Place> places;
+  std::vector<int> load(cluster.ranks.size(), 0);
+  if (use_gpus) {
+    // One place per physical GPU (ranks on one host may all see every GPU: mpirun without
+    // CUDA_VISIBLE_DEVICES), given to the least loaded rank that sees it.
+    std::vector<std::string> seen;
+    for (const auto& r : cluster.ranks)
+      for (const auto& g : r.gpus) {
+        const std::string key = r.host + "/" + (g.uuid.empty() ? std::to_string(r.rank) + ":" + std::to_string(g.index) : g.uuid);
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+        seen.push_back(key);
+        int best = -1, best_device = 0;
+        for (const auto& other : cluster.ranks)
+          for (const auto& h : other.gpus) {
+            const std::string k = other.host + "/" + (h.uuid.empty() ? std::to_string(other.rank) + ":" + std::to_string(h.index) : h.uuid);
+            if (k == key && (best < 0 || load[static_cast<std::size_t>(other.rank)] < load[static_cast<std::size_t>(best)]))
+              best = other.rank, best_device = h.index;
+          }
+        ++load[static_cast<std::size_t>(best)];
+        places.push_back(Place::cuda(best_device, best));
+      }
+    std::sort(places.begin(), places.end(),
+              [](const Place& a, const Place& b) { return a.rank != b.rank ? a.rank < b.rank : a.device < b.device; });
+  }
+  for (const auto& r : cluster.ranks)
+    if (!use_gpus || (choice == DeviceChoice::all && r.gpus.empty())) places.push_back(Place::host(r.rank));
+  return places;
+}
+
+std::optional<Place> SlabMapper::place(const Task& task, const Graph&, const Cluster&) const {
+  const std::string& name = task.name();
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string kind = name.substr(0, dot);
+  int index = -1;
+  const char* digits = name.data() + dot + 1;
+  const auto [end, ec] = std::from_chars(digits, name.data() + name.size(), index);
+  if (ec != std::errc{} || end != name.data() + name.size() || index < 0) return std::nullopt;
+  if (kind == "collect") return Place::host(index);
+  if (places_.empty()) return std::nullopt;
+  const Place& at = places_[static_cast<std::size_t>(index) % places_.size()];
+  if (kind == "volume") return Place::host(at.rank);
+  if (kind == "openings" || kind == "distance" || kind == "upload") return at;
+  return std::nullopt;
+}
+
+}  // namespace weft::morphology

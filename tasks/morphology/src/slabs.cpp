@@ -1,0 +1,64 @@
+#include "weft/tasks/morphology/slabs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "weft/util/error.hpp"
+
+namespace weft::morphology {
+
+Slab SlabPlan::slab(int round, int worker) const {
+  const std::int64_t s = std::int64_t{round} * workers + worker;
+  Slab out;
+  out.first = std::min(depth, s * planes);
+  out.end = std::min(depth, out.first + planes);
+  if (out.empty()) {
+    out.first = out.end = out.read_first = out.read_end = 0;
+    return out;
+  }
+  out.read_first = std::max<std::int64_t>(0, out.first - halo);
+  out.read_end = std::min(depth, out.end + halo);
+  return out;
+}
+
+double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept {
+  // CPU: u8 mask, i32 D, i32 work. GPU (granulometry_gpu.cu): u8 mask, bounded D (u8 or u16)
+  // and an i32-sized work array for sizes the bounded paths cover, else i32 D, a u8 copy and
+  // three i32 envelope stacks.
+  double bytes = 9;
+  if (gpu) {
+    const bool bounded = max_size >= 0 && (element == Element::ball ? (max_size + 1) * (max_size + 1) < 0xFFFF
+                                                                    : max_size + 1 < 150);
+    bytes = bounded ? 7 : 26;
+  }
+  return bytes + 2 + (size_map ? 4 : 0);
+}
+
+SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width, std::int64_t halo, int workers,
+                    std::int64_t forced_planes, double budget_bytes, double bytes_per_voxel,
+                    const char* budget_option) {
+  if (depth < 1 || height < 1 || width < 1 || workers < 1 || halo < 0)
+    throw ConfigError("slabs: bad volume or workers (" + std::to_string(depth) + "x" + std::to_string(height) + "x" +
+                      std::to_string(width) + ", " + std::to_string(workers) + " workers)");
+  SlabPlan plan{depth, height, width, halo, 1, workers};
+  std::int64_t planes = (depth + workers - 1) / workers;
+  if (forced_planes > 0) {
+    planes = std::min(depth, forced_planes);
+  } else if (budget_bytes > 0) {
+    const double plane_bytes = static_cast<double>(height) * static_cast<double>(width) * bytes_per_voxel;
+    const auto fit = static_cast<std::int64_t>(std::floor(budget_bytes / plane_bytes));
+    // A slab that is the whole volume needs no halo.
+    if (workers == 1 && fit >= depth) planes = depth;
+    else planes = std::min(planes, fit - 2 * halo);
+    if (planes < 1)
+      throw ConfigError(std::string(budget_option) + ": " + std::to_string(static_cast<long long>(budget_bytes)) +
+                        " bytes hold " + std::to_string(std::max<std::int64_t>(fit, 0)) + " planes of " +
+                        std::to_string(height) + "x" + std::to_string(width) + " voxels, fewer than one plane and " +
+                        std::to_string(2 * halo) + " planes of halo");
+  }
+  plan.planes = std::max<std::int64_t>(1, planes);
+  return plan;
+}
+
+}  // namespace weft::morphology

@@ -1,0 +1,141 @@
+// The slab graph over every rank's CPU (run alone and under mpiexec -n 2 and -n 4): many slabs
+// per place, each read on the rank that computes it; the summed curve, the size map and the
+// first pass's maximum distance equal the whole volume's, computed in one piece.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "weft/exec/environment.hpp"
+#include "weft/exec/executor.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/slab_tasks.hpp"
+#include "weft/tasks/morphology/synthetic.hpp"
+
+using namespace weft;
+using morphology::Element;
+
+namespace {
+
+Environment* env = nullptr;
+const Shape kShape(37, 21, 18);
+
+/// Every rank makes the same volume; a reader hands out its planes (and counts the calls).
+const Array& volume() {
+  static const Array v = morphology::overlapping_balls(kShape, 1, 6, 0.45, 5);
+  return v;
+}
+Array read(std::int64_t first, std::int64_t count) {
+  Array out = Array::host(DType::u8, Shape(count, kShape[1], kShape[2]));
+  const std::size_t plane = static_cast<std::size_t>(kShape[1] * kShape[2]);
+  std::memcpy(out.raw(), volume().data<std::uint8_t>() + first * static_cast<std::int64_t>(plane), out.bytes());
+  return out;
+}
+
+/// Sums the rounds' curves and pastes the size maps (on rank 0).
+struct Record {
+  std::vector<std::int64_t> remaining, spectrum;
+  Array size_map = Array::host(DType::i32, kShape);
+};
+class RecordSink final : public Task {
+ public:
+  RecordSink(morphology::SlabPlan plan, std::shared_ptr<Record> record)
+      : Task("report"), plan_(plan), record_(std::move(record)) {
+    for (int i = 0; i < plan.workers; ++i) maps.push_back(input<Array>("map." + std::to_string(i)));
+  }
+  In<std::vector<std::int64_t>> remaining = input<std::vector<std::int64_t>>("remaining");
+  In<std::vector<std::int64_t>> spectrum = input<std::vector<std::int64_t>>("spectrum");
+  std::vector<In<Array>> maps;
+  void run(Context& ctx) override {
+    auto add = [](std::vector<std::int64_t>& t, const std::vector<std::int64_t>& v) {
+      t.resize(std::max(t.size(), v.size()), 0);
+      for (std::size_t n = 0; n < v.size(); ++n) t[n] += v[n];
+    };
+    add(record_->remaining, ctx.take(remaining));
+    add(record_->spectrum, ctx.take(spectrum));
+    for (int i = 0; i < plan_.workers; ++i) {
+      Array m = ctx.take(maps[static_cast<std::size_t>(i)]);
+      const morphology::Slab s = plan_.slab(static_cast<int>(ctx.index()), i);
+      if (s.empty()) continue;
+      ASSERT_EQ(m.shape(), Shape(s.end - s.first, kShape[1], kShape[2]));
+      std::memcpy(record_->size_map.data<std::int32_t>() + s.first * kShape[1] * kShape[2], m.raw(), m.bytes());
+    }
+  }
+
+ private:
+  morphology::SlabPlan plan_;
+  std::shared_ptr<Record> record_;
+};
+
+Mapping map_slabs(const Graph& g, const std::vector<Place>& places) {
+  morphology::SlabMapper slabs(places);
+  AutoMapper automatic(DeviceChoice::cpu);
+  return map_graph(g, env->cluster(), {&slabs, &automatic});
+}
+
+TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  ASSERT_EQ(static_cast<int>(places.size()), env->size());
+  for (Element e : {Element::octahedron, Element::cube, Element::ball}) {
+    const int last = 5;
+    for (std::int64_t own : {4, 37}) {
+      const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
+                                               static_cast<int>(places.size()), own, 0, 0);
+      auto record = std::make_shared<Record>();
+      record->size_map.zero();
+      Graph g;
+      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, &read);
+      auto& sink = g.add<RecordSink>(plan, record);
+      g.connect(slabs.remaining, sink.remaining);
+      g.connect(slabs.spectrum, sink.spectrum);
+      for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
+      const Mapping m = map_slabs(g, places);
+      EXPECT_EQ(m.at("report"), Place::host(0));
+      EXPECT_EQ(m.at("openings." + std::to_string(plan.workers - 1)), Place::host(env->size() - 1));
+      Executor ex({.channel_capacity = 2});
+      ex.run(g, m).wait();
+      if (env->rank() != 0) continue;
+      const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
+      EXPECT_EQ(record->remaining, whole.remaining) << morphology::element_name(e) << " own " << own;
+      EXPECT_EQ(record->spectrum, whole.spectrum) << morphology::element_name(e) << " own " << own;
+      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0)
+          << morphology::element_name(e) << " own " << own;
+    }
+  }
+}
+
+TEST(SlabGraph, FirstPassFindsTheLargestDistance) {
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  for (Element e : {Element::octahedron, Element::ball}) {
+    const std::int64_t want = morphology::max_distance_cpu(volume(), e);
+    for (std::int64_t halo : {1, 40}) {
+      const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], halo,
+                                               static_cast<int>(places.size()), 6, 0, 0);
+      auto result = std::make_shared<morphology::MaxDistance>();
+      Graph g;
+      morphology::add_slab_max_distance(g, plan, e, &read, env->size(), result);
+      Executor ex({.channel_capacity = 2});
+      ex.run(g, map_slabs(g, places)).wait();
+      // Every rank knows the answer.
+      EXPECT_EQ(result->rounds_seen, plan.rounds());
+      if (halo >= kShape[0]) {
+        EXPECT_TRUE(result->exact);
+        EXPECT_EQ(result->value, want) << morphology::element_name(e);
+      } else if (result->exact) {
+        EXPECT_EQ(result->value, want) << morphology::element_name(e);
+      } else {
+        EXPECT_GT(want, morphology::radius_limit(e, halo)) << morphology::element_name(e);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  Environment environment(argc, argv);
+  env = &environment;
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,168 @@
+// Slabs with halos: per-slab counts of own planes sum to the whole volume's curve (and to the
+// literal definition), size maps concatenate, capped maximum distances are exact where claimed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "brute_force.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/tasks/morphology/slab_tasks.hpp"
+#include "weft/tasks/morphology/slabs.hpp"
+#include "weft/tasks/morphology/synthetic.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft {
+namespace {
+
+using morphology::Element;
+constexpr Element kElements[] = {Element::octahedron, Element::cube, Element::ball};
+
+/// Planes [first, first + count) of a host array [Z, Y, X].
+Array planes(const Array& a, std::int64_t first, std::int64_t count) {
+  Array out = Array::host(a.dtype(), Shape(count, a.shape()[1], a.shape()[2]));
+  const std::size_t plane = static_cast<std::size_t>(a.shape()[1] * a.shape()[2]) * dtype_size(a.dtype());
+  std::memcpy(out.raw(), static_cast<const char*>(a.raw()) + static_cast<std::size_t>(first) * plane, out.bytes());
+  return out;
+}
+
+/// The curve and size map of a mask computed slab by slab (the plan's halo), summed.
+morphology::GranulometryResult by_slabs(const Array& mask, Element e, int max_size, const morphology::SlabPlan& plan) {
+  morphology::GranulometryResult total;
+  total.remaining.assign(static_cast<std::size_t>(max_size) + 1, 0);
+  total.spectrum = total.remaining;
+  total.size_map = Array::host(DType::i32, mask.shape());
+  for (int round = 0; round < plan.rounds(); ++round)
+    for (int w = 0; w < plan.workers; ++w) {
+      const morphology::Slab s = plan.slab(round, w);
+      if (s.empty()) continue;
+      morphology::GranulometryOptions o{e, max_size, true, {}};
+      o.first_plane = s.first - s.read_first;
+      o.end_plane = s.end - s.read_first;
+      auto r = morphology::granulometry_cpu(planes(mask, s.read_first, s.read_planes()), o);
+      for (int n = 0; n <= max_size; ++n) {
+        total.remaining[n] += r.remaining[n];
+        total.spectrum[n] += r.spectrum[n];
+      }
+      EXPECT_EQ(r.size_map.shape(), Shape(s.end - s.first, mask.shape()[1], mask.shape()[2]));
+      const std::size_t plane = static_cast<std::size_t>(mask.shape()[1] * mask.shape()[2]) * 4;
+      std::memcpy(static_cast<char*>(total.size_map.raw()) + static_cast<std::size_t>(s.first) * plane,
+                  r.size_map.raw(), r.size_map.bytes());
+    }
+  return total;
+}
+
+TEST(SlabPlan, CoversTheVolumeOnceWithClampedHalos) {
+  const morphology::SlabPlan plan = morphology::plan_slabs(23, 4, 5, 6, 3, 4, 0, 0);
+  EXPECT_EQ(plan.slabs(), 6);
+  EXPECT_EQ(plan.rounds(), 2);
+  std::vector<int> seen(23, 0);
+  for (int round = 0; round < plan.rounds(); ++round)
+    for (int w = 0; w < plan.workers; ++w) {
+      const morphology::Slab s = plan.slab(round, w);
+      for (auto z = s.first; z < s.end; ++z) ++seen[static_cast<std::size_t>(z)];
+      if (s.empty()) continue;
+      EXPECT_EQ(s.read_first, std::max<std::int64_t>(0, s.first - 6));
+      EXPECT_EQ(s.read_end, std::min<std::int64_t>(23, s.end + 6));
+    }
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+  EXPECT_EQ(plan.slab(1, 2).first, 20);  // slab 5 = round 1, worker 2: the last 3 planes
+  EXPECT_TRUE(plan.slab(2, 0).empty());   // past the volume
+}
+
+TEST(SlabPlan, BudgetDecidesThePlanesAndRefusesTooSmall) {
+  // 10 bytes per voxel of 8x8 planes: 640 bytes a plane; 20 planes fit 12800 bytes, minus 2x4 of halo.
+  const auto plan = morphology::plan_slabs(100, 8, 8, 4, 2, 0, 12800, 10);
+  EXPECT_EQ(plan.planes, 12);
+  EXPECT_EQ(morphology::plan_slabs(10, 8, 8, 4, 1, 0, 12800, 10).planes, 10);  // the whole volume, no halo
+  EXPECT_THROW((void)morphology::plan_slabs(100, 8, 8, 10, 2, 0, 12800, 10), ConfigError);
+}
+
+TEST(SlabPlaces, OnePlacePerPhysicalGpuSpreadOverTheRanksThatSeeIt) {
+  Cluster shared;  // mpirun -np 4 on one host, every rank seeing the 4 GPUs
+  for (int r = 0; r < 4; ++r) {
+    RankInfo info;
+    info.rank = r;
+    info.host = "node";
+    for (int g = 0; g < 4; ++g) info.gpus.push_back({g, "H200", 1, 9, 0, 132, "uuid" + std::to_string(g)});
+    shared.ranks.push_back(info);
+  }
+  const auto places = morphology::slab_places(shared, DeviceChoice::automatic);
+  ASSERT_EQ(places.size(), 4u);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(places[static_cast<std::size_t>(r)], Place::cuda(r, r));
+  EXPECT_EQ(morphology::slab_places(shared, DeviceChoice::cpu).size(), 4u);
+  Cluster one;  // one rank, two GPUs, and a rank without GPU
+  one.ranks.push_back({0, "a", 8, 1, {{0, "H100", 1, 9, 0, 132, "u0"}, {1, "H100", 1, 9, 0, 132, "u1"}}});
+  one.ranks.push_back({1, "b", 8, 1, {}});
+  EXPECT_EQ(morphology::slab_places(one, DeviceChoice::gpu), (std::vector<Place>{Place::cuda(0), Place::cuda(1)}));
+  EXPECT_EQ(morphology::slab_places(one, DeviceChoice::all),
+            (std::vector<Place>{Place::cuda(0), Place::cuda(1), Place::host(1)}));
+  EXPECT_THROW((void)morphology::slab_places(Cluster{{RankInfo{}}}, DeviceChoice::gpu), ConfigError);
+}
+
+TEST(SlabGranulometry, SlabsSumToTheWholeCurveAndTheDefinition) {
+  std::uint32_t seed = 7;
+  for (Element e : kElements) {
+    const int last = 4;
+    Array mask = test::random_mask(Shape(21, 9, 11), 0.93, seed++);
+    morphology::GranulometryOptions whole_options{e, last, true, {}};
+    const auto whole = morphology::granulometry_cpu(mask, whole_options);
+    for (int n = 0; n <= last; ++n)
+      ASSERT_EQ(whole.remaining[n], test::count_foreground(test::brute_force_opening(mask, e, n)))
+          << morphology::element_name(e) << " n=" << n;
+    for (std::int64_t own : {1, 2, 5, 8}) {
+      for (int workers : {1, 3}) {
+        const auto plan = morphology::plan_slabs(21, 9, 11, morphology::halo_for(last), workers, own, 0, 0);
+        const auto slabs = by_slabs(mask, e, last, plan);
+        EXPECT_EQ(slabs.remaining, whole.remaining) << morphology::element_name(e) << " own " << own;
+        EXPECT_EQ(slabs.spectrum, whole.spectrum) << morphology::element_name(e) << " own " << own;
+        EXPECT_TRUE(test::same(slabs.size_map, whole.size_map)) << morphology::element_name(e) << " own " << own;
+      }
+    }
+  }
+}
+
+TEST(SlabGranulometry, OverlappingBallsAcrossSlabBoundaries) {
+  Array mask = morphology::overlapping_balls(Shape(40, 24, 19), 1, 7, 0.4, 3);
+  for (Element e : kElements) {
+    const int last = 8;
+    const auto whole = morphology::granulometry_cpu(mask, {e, last, true, {}});
+    const auto plan = morphology::plan_slabs(40, 24, 19, morphology::halo_for(last), 2, 7, 0, 0);
+    const auto slabs = by_slabs(mask, e, last, plan);
+    EXPECT_EQ(slabs.remaining, whole.remaining) << morphology::element_name(e);
+    EXPECT_TRUE(test::same(slabs.size_map, whole.size_map)) << morphology::element_name(e);
+  }
+}
+
+TEST(SlabGranulometry, HaloNeededWithoutMaxSizeIsRefused) {
+  Array mask = test::random_mask(Shape(6, 5, 4), 0.8, 3);
+  morphology::GranulometryOptions o{Element::cube, -1, false, {}};
+  o.first_plane = 1;
+  o.end_plane = 3;
+  EXPECT_THROW((void)morphology::granulometry_cpu(mask, o), ConfigError);
+  o.max_size = 2;
+  o.end_plane = 9;
+  EXPECT_THROW((void)morphology::granulometry_cpu(mask, o), ConfigError);
+}
+
+TEST(SlabGranulometry, MaxDistanceOverCountedPlanes) {
+  Array mask = morphology::overlapping_balls(Shape(30, 20, 20), 2, 9, 0.5, 11);
+  for (Element e : kElements) {
+    const Array d = morphology::distance_transform_cpu(mask, e, false);
+    const std::int32_t* f = d.data<std::int32_t>();
+    const std::int32_t all = *std::max_element(f, f + d.size());
+    EXPECT_EQ(morphology::max_distance_cpu(mask, e), all);
+    const std::int32_t mid = *std::max_element(f + 10 * 400, f + 15 * 400);
+    EXPECT_EQ(morphology::max_distance_cpu(mask, e, 10, 15), mid);
+  }
+  Array full = Array::host(DType::u8, Shape(3, 3, 3));
+  std::memset(full.raw(), 1, full.bytes());
+  EXPECT_EQ(morphology::max_distance_cpu(full, Element::cube), morphology::device::kInfinity);
+  full.zero();
+  EXPECT_EQ(morphology::max_distance_cpu(full, Element::cube), 0);
+}
+
+}  // namespace
+}  // namespace weft

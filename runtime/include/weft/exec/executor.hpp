@@ -17,6 +17,12 @@ struct ExecutorOptions {
   int channel_capacity = 4;  ///< tokens an edge holds (back-pressure beyond it)
   bool overlap = true;       ///< false: every transfer and kernel is synchronous (for comparison)
   std::string trace_file;    ///< Chrome/Perfetto JSON timeline, empty: no trace
+  /// Task-name globs that may migrate (over every place of the mapping), beside Graph::migratable.
+  std::vector<std::string> migratable;
+  /// Places evacuated when the run starts (their migratable tasks move to the nearest candidate).
+  std::vector<Place> drain;
+  /// Rank 0 follows commands appended to this file (`weft ctl`); empty: none.
+  std::string control_file;
 };
 
 /// Per task measurements after (or during) a run.
@@ -32,6 +38,7 @@ struct RunStats {
   std::vector<TaskStats> tasks;
   std::uint64_t max_in_flight = 0;  ///< most tokens ever held by any one edge
   int nccl_edges = 0;               ///< cross-rank edges carried GPU to GPU by NCCL
+  std::uint64_t migrations = 0;     ///< moves made by the migratable tasks' routers on this rank
 };
 
 class RunHandle;
@@ -60,6 +67,13 @@ class RunHandle {
   [[nodiscard]] RunStats stats() const;
   /// Stops the run early (the tasks see the end of stream); wait() then returns.
   void cancel();
+  /// Moves a migratable task to another of its candidate places while the graph runs, from any
+  /// rank: it moves before the next token its router routes. Throws ConfigError.
+  void migrate(const std::string& task, const Place& to);
+  /// Moves every migratable task off `place` and keeps it off (`drained = false` allows it again).
+  void drain(const Place& place, bool drained = true);
+  /// Where every task runs: after wait(), where the migratable tasks ended (on every rank).
+  [[nodiscard]] Mapping effective_mapping() const;
 
   struct State;  ///< defined inside the library
 

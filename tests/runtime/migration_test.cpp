@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "migration_fixture.hpp"
 
@@ -244,6 +245,56 @@ TEST(Migration, AFailureWhileHandingOverStopsEveryRank) {
   } catch (const Error& e) {
     EXPECT_EQ(env->rank(), last_rank());
     EXPECT_NE(std::string(e.what()).find("planted failure in save"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+/// Holds a lock of its place for 1 ms per token: two such tasks on one place take turns, as on
+/// one device, so that moving one of them away halves the time per token.
+class Contending final : public Task {
+ public:
+  explicit Contending(std::string name) : Task(std::move(name)) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    static std::mutex locks[2];
+    std::lock_guard lock(locks[ctx.place().device % 2]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ctx.put(out, ctx.take(in));
+  }
+};
+}  // namespace
+
+TEST(Migration, GreedyBalancerSplitsACrowdedPlaceOnceAndLogsWhy) {
+  constexpr std::uint64_t kTokens = 500;
+  Place crowded = Place::host(0), spare{Place::cpu, 1, 0};
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
+  auto& w1 = g.add<Contending>("w1");
+  auto& w2 = g.add<Contending>("w2");
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, w1.in);
+  g.connect(w1.out, w2.in);
+  g.connect(w2.out, sink.in);
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), crowded);
+  m.set("sink", spare);  // so that `spare` is a place of the mapping
+  Executor ex({.channel_capacity = 3, .migratable = {"w*"}, .balance = "greedy", .balance_period = 0.05});
+  RunHandle run = ex.run(g, m);
+  run.wait();
+  Mapping end = run.effective_mapping();
+  EXPECT_NE(end.at("w1"), end.at("w2"));  // one of them moved to the spare place, the other stayed
+  if (env->rank() == 0) {
+    auto decisions = run.stats().balance;
+    ASSERT_GE(decisions.size(), 1u);
+    EXPECT_LE(decisions.size(), 2u) << "the balancer oscillates";
+    EXPECT_EQ(decisions[0].from, crowded);
+    EXPECT_EQ(decisions[0].to, spare);
+    EXPECT_GT(decisions[0].predicted_gain, 0.1);
+    EXPECT_FALSE(decisions[0].reason.empty());
+    ASSERT_EQ(rec->indices.size(), kTokens);
+    for (std::uint64_t k = 0; k < kTokens; ++k) ASSERT_EQ(rec->indices[k], k);
   }
 }
 

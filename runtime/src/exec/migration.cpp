@@ -30,9 +30,12 @@ std::vector<Place> candidates_for(const Task& task, const MigratableTask* declar
       if (!can_run(task, p)) throw ConfigError(where + "the task cannot run there");
       places.push_back(p);
     }
-  } else {
+  } else {  // every place of the mapping, and every GPU of the job
     for (const auto& [name, p] : mapping.places())
       if (can_run(task, p)) places.push_back(p);
+    if (task.has_cuda())
+      for (const auto& r : cluster.ranks)
+        for (const auto& g : r.gpus) places.push_back(Place::cuda(g.index, r.rank));
   }
   places.push_back(initial);
   std::sort(places.begin(), places.end());
@@ -53,15 +56,19 @@ RunPlan plan_run(const Graph& graph, const Mapping& mapping, const std::vector<s
     return nullptr;
   };
   auto matches = [&](const Task& t) {
-    if (t.inputs().empty() || t.routes() || !t.moves_data()) return false;
+    // By pattern, only tasks between others: sources cannot move, and sinks often hold files open.
+    if (t.inputs().empty() || t.outputs().empty() || t.routes() || !t.moves_data()) return false;
     return std::any_of(patterns.begin(), patterns.end(),
                        [&](const std::string& p) { return fnmatch(p.c_str(), t.name().c_str(), 0) == 0; });
   };
+  std::set<const Task*> moving;
+  for (const auto& owned : graph.tasks())
+    if (declared(*owned) || matches(*owned)) moving.insert(owned.get());
   std::map<const Task*, int> vertex_of;  // plain tasks
   for (const auto& owned : graph.tasks()) {
     Task& t = *owned;
     const MigratableTask* d = declared(t);
-    if (!d && !matches(t)) {
+    if (!moving.count(&t)) {
       vertex_of[&t] = static_cast<int>(plan.vertices.size());
       plan.vertices.push_back({&t, t.name(), mapping.at(t.name())});
       continue;
@@ -73,7 +80,9 @@ RunPlan plan_run(const Graph& graph, const Mapping& mapping, const std::vector<s
     g.initial = static_cast<int>(std::find(g.places.begin(), g.places.end(), mapping.at(t.name())) - g.places.begin());
     // Router and merger only forward values: they sit with the first producer and the first
     // consumer (where those were mapped), so that a token makes no detour while the task stays.
-    Place router_at = mapping.at(graph.in_edges(t).front().from->name());
+    // A migratable producer's merger already sits with this task's first place: the router too.
+    const Task* producer = graph.in_edges(t).front().from;
+    Place router_at = mapping.at(moving.count(producer) ? t.name() : producer->name());
     auto out = graph.out_edges(t);
     g.router = static_cast<int>(plan.vertices.size());
     plan.vertices.push_back({&t, t.name() + "/router", router_at, Vertex::router, id});

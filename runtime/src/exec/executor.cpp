@@ -8,22 +8,27 @@
 #include "weft/exec/executor.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "data/buffer.hpp"
+#include "exec/balancer.hpp"
 #include "exec/channel.hpp"
 #include "exec/device.hpp"
 #include "exec/migration.hpp"
 #include "exec/remote.hpp"
+#include "exec/stream_timer.hpp"
 #include "transport/nccl.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/environment.hpp"
@@ -51,7 +56,16 @@ struct Node {
   detail::Migration* migration = nullptr;
   int instance = -1;
   bool active = true;
+  // Counters the load balancer reads while the run goes on (the stats above are the task's own).
+  int vertex = 0;
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::int64_t> busy_ns{0};  // in run()/run_cuda() (host side)
+  std::atomic<std::int64_t> gpu_ns{0};   // GPU time of its firings (GPU tasks)
+  std::atomic<std::uint64_t> bytes_in{0};
+  std::atomic<std::uint64_t> state_bytes{0};
 };
+
+constexpr int kReportBox = 0x7ffffff0;  // message box of the load balancer's reports (rank 0)
 
 }  // namespace
 
@@ -68,6 +82,10 @@ struct RunHandle::State {
   std::vector<Place> final_places;  // per migratable task, known on every rank after wait()
   std::vector<std::thread> helpers;  // control-file watcher, load balancer
   std::atomic<bool> finished{false};
+  detail::RunPlan plan;
+  std::mutex balance_mutex;
+  std::map<int, detail::RankReport> reports;  // rank 0: the latest report of every other rank
+  std::vector<BalanceDecision> decisions;      // rank 0
   detail::TraceRecorder trace;
   std::chrono::steady_clock::time_point start;
   double seconds = 0;
@@ -107,6 +125,15 @@ struct RunHandle::State {
       }
     }
     cancel();
+  }
+  void deliver_report(std::vector<std::byte> bytes) {
+    if (bytes.size() < sizeof(std::int32_t)) return;
+    std::int32_t from = 0;
+    std::memcpy(&from, bytes.data(), sizeof from);
+    bytes.erase(bytes.begin(), bytes.begin() + sizeof from);
+    auto report = detail::RankReport::decode(bytes);
+    std::lock_guard lock(balance_mutex);
+    reports[from] = std::move(report);
   }
   void cancel() {
     cancelled = true;
@@ -201,6 +228,7 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   }
   if (!out.memory().is_host()) detail::release_on_home(out);
   node.stats.bytes_in += a.bytes();
+  node.bytes_in += a.bytes();
   if (done) {
     if (!run.options.overlap) done->synchronize();
     pending.emplace_back(std::move(done), std::move(a));
@@ -233,6 +261,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
   if (node.place.is_gpu()) detail::synchronize_stream(node.place.device, ctx.stream());
   logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state)", node.task->name(),
                              node.place.str(), node.migration->places()[to].str(), index, state.size());
+  node.state_bytes = state.size();
   run.migrations->hand_over(node.migration->id(), to, std::move(state));
   node.active = false;
   for (auto& consumers : node.outputs)
@@ -256,6 +285,8 @@ void drive(State& run, Node& node) {
   try {
     if (gpu) detail::bind_device(node.place.device);
     if (node.active) task.start(ctx);
+    std::optional<detail::StreamTimer> timer;
+    if (gpu) timer.emplace(node.place.device);
     const bool forwards = !task.moves_data();
     std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
@@ -328,12 +359,21 @@ void drive(State& run, Node& node) {
           if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
-      if (gpu) task.run_cuda(ctx);
-      else task.run(ctx);
-      node.stats.busy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      if (gpu) {
+        timer->start(ctx.stream());
+        task.run_cuda(ctx);
+        timer->stop(ctx.stream());
+        node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
+      } else {
+        task.run(ctx);
+      }
+      auto c1 = std::chrono::steady_clock::now();
+      node.stats.busy_seconds += std::chrono::duration<double>(c1 - c0).count();
+      node.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count();
       if (run.trace.enabled()) run.trace.add({task.name(), "task", node.lane, index, t0, run.trace.now_us() - t0});
       if (ctx.ended()) break;
       ++node.stats.tokens;
+      ++node.done;
       std::shared_ptr<Event> ready;
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         auto& v = ctx.outputs()[p];
@@ -474,6 +514,95 @@ void watch_control_file(State& run) {
   }
 }
 
+detail::RankReport local_report(State& run) {
+  detail::RankReport r;
+  for (const auto& n : run.nodes) {
+    if (n->role == detail::Vertex::router || n->role == detail::Vertex::merger) continue;
+    // A GPU task's cost is the GPU time of its firings; its host side only enqueues.
+    double busy = static_cast<double>(n->place.is_gpu() ? n->gpu_ns.load() : n->busy_ns.load()) * 1e-9;
+    r.actors.push_back({n->vertex, n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load()});
+  }
+  for (const auto& g : run.migrations->groups())
+    if (g->router_rank() == run.rank) r.current.emplace_back(g->id(), g->current());
+  return r;
+}
+
+// Sleeps until `until` or the end of the run; false at the end.
+bool sleep_until(State& run, std::chrono::steady_clock::time_point until) {
+  while (!run.finished && !run.cancelled) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(10)));
+  }
+  return false;
+}
+
+// Every rank reports its counters each period; rank 0 decides (exec/balancer.hpp) and logs.
+void run_balancer(State& run) {
+  auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(run.options.balance_period));
+  auto next = run.start + period;
+  if (run.rank != 0) {
+    while (sleep_until(run, next)) {
+      next += period;
+      auto bytes = local_report(run).encode();
+      std::int32_t rank = run.rank;
+      std::vector<std::byte> message(sizeof rank);
+      std::memcpy(message.data(), &rank, sizeof rank);
+      message.insert(message.end(), bytes.begin(), bytes.end());
+      run.remote->post(0, kReportBox, std::move(message));
+    }
+    return;
+  }
+  auto log = logger("balance");
+  detail::BalanceModel model(run.plan, run.options.balance, run.options.balance_threshold, run.options.balance_period);
+  struct Pending {
+    std::size_t decision;
+    double throughput_before;
+    int periods;
+  };
+  std::vector<Pending> pending;
+  try {
+    while (sleep_until(run, next)) {
+      next += period;
+      detail::RankReport all = local_report(run);
+      {
+        std::lock_guard lock(run.balance_mutex);
+        for (const auto& [rank, r] : run.reports) {
+          all.actors.insert(all.actors.end(), r.actors.begin(), r.actors.end());
+          all.current.insert(all.current.end(), r.current.begin(), r.current.end());
+        }
+      }
+      std::map<int, int> current(all.current.begin(), all.current.end());
+      double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+      auto moves = model.step(all.actors, current, now);
+      std::lock_guard lock(run.balance_mutex);
+      for (auto& p : pending) {
+        if (--p.periods > 0) continue;
+        BalanceDecision& d = run.decisions[p.decision];
+        d.measured_gain = p.throughput_before > 0 && model.throughput() > 0 ? 1 - p.throughput_before / model.throughput() : 0;
+        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s", d.task,
+                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before,
+                  model.throughput());
+      }
+      std::erase_if(pending, [](const Pending& p) { return p.periods <= 0; });
+      for (const auto& m : moves) {
+        const auto& g = run.plan.groups[m.group];
+        int from = current.count(m.group) ? current[m.group] : g.initial;
+        BalanceDecision d{now, g.task->name(), g.places[from], g.places[m.to], m.predicted_gain,
+                          std::numeric_limits<double>::quiet_NaN(), m.reason};
+        log->info("{} {} -> {}: predicted gain {:.1f} % ({})", d.task, d.from.str(), d.to.str(), 100 * d.predicted_gain,
+                  d.reason);
+        run.migrations->migrate(d.task, d.to);
+        pending.push_back({run.decisions.size(), model.throughput(), 2});
+        run.decisions.push_back(std::move(d));
+      }
+    }
+  } catch (...) {
+    run.fail(std::current_exception(), nullptr);
+  }
+}
+
 }  // namespace
 
 Executor::Executor(ExecutorOptions options) : options_(std::move(options)) {
@@ -503,7 +632,12 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   Cluster single;
   if (!env) single.ranks.push_back(local_devices(0));
   const Cluster& cluster = env ? env->cluster() : single;
-  detail::RunPlan plan = detail::plan_run(graph, mapping, run.options.migratable, cluster);
+  run.plan = detail::plan_run(graph, mapping, run.options.migratable, cluster);
+  const detail::RunPlan& plan = run.plan;
+  if (run.options.balance != "off" && run.options.balance != "greedy" && run.options.balance != "refine")
+    throw ConfigError("balance: expected off, greedy or refine, got '" + run.options.balance + "'");
+  if (run.options.balance_period <= 0)
+    throw ConfigError("balance period: must be positive, got " + std::to_string(run.options.balance_period));
 
   // Links between GPUs of different ranks go through NCCL where it can carry them; every rank
   // makes the same choice from the same graph, mapping and cluster.
@@ -522,7 +656,10 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     detail::RemoteLinks* remote = run.remote.get();
     post = [remote](int to, int box, std::vector<std::byte> bytes) { remote->post(to, box, std::move(bytes)); };
     State* raw = state.get();  // the links belong to the state: no cycle through a shared_ptr
-    remote->enable_messages([raw](int box, std::vector<std::byte> bytes) { raw->migrations->deliver(box, std::move(bytes)); });
+    remote->enable_messages([raw](int box, std::vector<std::byte> bytes) {
+      if (box == kReportBox) return raw->deliver_report(std::move(bytes));
+      raw->migrations->deliver(box, std::move(bytes));
+    });
   }
   run.migrations = std::make_unique<detail::Migrations>(plan, run.rank, std::move(post));
 
@@ -535,6 +672,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     node->place = vx.place;
     node->lane = static_cast<int>(run.nodes.size());
     node->role = vx.role;
+    node->vertex = static_cast<int>(v);
     std::size_t candidates = 1;
     if (vx.group >= 0) {
       node->migration = &run.migrations->group(vx.group);
@@ -593,6 +731,8 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     if (!run.options.control_file.empty() && !run.migrations->empty())
       run.helpers.emplace_back([state] { watch_control_file(*state); });
   }
+  if (run.options.balance != "off" && !run.migrations->empty())
+    run.helpers.emplace_back([state] { run_balancer(*state); });
   RunHandle handle;
   handle.state_ = state;
   return handle;
@@ -671,6 +811,10 @@ RunStats RunHandle::stats() const {
   s.nccl_edges = state_->nccl_edges;
   for (const auto& g : state_->migrations->groups())
     if (g->router_rank() == state_->rank) s.migrations += g->moves();
+  {
+    std::lock_guard lock(state_->balance_mutex);
+    s.balance = state_->decisions;
+  }
   for (const auto& n : state_->nodes) {
     if (n->role == detail::Vertex::router || n->role == detail::Vertex::merger) continue;
     if (n->role == detail::Vertex::instance && n->stats.tokens == 0 && n->instance != n->migration->initial()) continue;

@@ -17,12 +17,28 @@ struct ExecutorOptions {
   int channel_capacity = 4;  ///< tokens an edge holds (back-pressure beyond it)
   bool overlap = true;       ///< false: every transfer and kernel is synchronous (for comparison)
   std::string trace_file;    ///< Chrome/Perfetto JSON timeline, empty: no trace
-  /// Task-name globs that may migrate (over every place of the mapping), beside Graph::migratable.
+  /// Task-name globs that may migrate (default candidates, see Graph::migratable), beside Graph::migratable.
+  /// Patterns match only tasks with inputs and outputs (no source, no sink).
   std::vector<std::string> migratable;
   /// Places evacuated when the run starts (their migratable tasks move to the nearest candidate).
   std::vector<Place> drain;
   /// Rank 0 follows commands appended to this file (`weft ctl`); empty: none.
   std::string control_file;
+  /// Load balancer over the migratable tasks: "off", "greedy" (at most one move per period) or
+  /// "refine" (several moves per period, each off the most loaded place).
+  std::string balance = "off";
+  double balance_period = 1.0;     ///< seconds between two decisions
+  double balance_threshold = 0.1;  ///< move when the predicted gain exceeds this share of the iteration time
+};
+
+/// One decision of the load balancer (logged, and kept in RunStats on rank 0).
+struct BalanceDecision {
+  double at_seconds = 0;          ///< since the run started
+  std::string task;
+  Place from, to;
+  double predicted_gain = 0;      ///< predicted share of the iteration time saved (0.25: 25 % faster)
+  double measured_gain = 0;       ///< measured over the next period (NaN until measured)
+  std::string reason;
 };
 
 /// Per task measurements after (or during) a run.
@@ -39,6 +55,7 @@ struct RunStats {
   std::uint64_t max_in_flight = 0;  ///< most tokens ever held by any one edge
   int nccl_edges = 0;               ///< cross-rank edges carried GPU to GPU by NCCL
   std::uint64_t migrations = 0;     ///< moves made by the migratable tasks' routers on this rank
+  std::vector<BalanceDecision> balance;  ///< the load balancer's moves (rank 0)
 };
 
 class RunHandle;

@@ -32,7 +32,7 @@ struct Farm {
 /// A task that may move between places while the graph runs (see Graph::migratable).
 struct MigratableTask {
   const Task* task = nullptr;
-  std::vector<Place> candidates;  ///< empty: every place of the mapping where the task can run
+  std::vector<Place> candidates;  ///< empty: the default (see Graph::migratable)
 };
 
 struct Edge {
@@ -78,7 +78,8 @@ class Graph {
   [[nodiscard]] std::optional<Place> requested_place(const Task& task) const;
 
   /// Lets a task move between `candidates` while the graph runs (RunHandle::migrate, `weft ctl`,
-  /// --drain, --balance); empty: every place of the mapping where it can run. The task needs an
+  /// --drain, --balance); empty: every place of the mapping where it can run, and every GPU of the
+  /// job if it has a CUDA implementation. The task needs an
   /// input; a stateful one hands its state over with save()/load() at a token boundary.
   void migratable(const Task& task, std::vector<Place> candidates = {});
   [[nodiscard]] const std::vector<MigratableTask>& migratables() const noexcept { return migratables_; }

@@ -31,6 +31,7 @@ RunningSum::~RunningSum() {
 bool RunningSum::has_cuda() const { return kCuda; }
 
 void RunningSum::run(Context& ctx) {
+  saved_ = false;
   if (device_ >= 0) to_host();
   Array x = ctx.take(in);
   if (h_sum_.empty()) h_sum_.assign(static_cast<std::size_t>(x.size()), 0.0f);
@@ -43,6 +44,7 @@ void RunningSum::run(Context& ctx) {
 }
 
 void RunningSum::run_cuda(Context& ctx) {
+  saved_ = false;
   Array x = ctx.take(in);
   std::size_t n = static_cast<std::size_t>(x.size());
   if (h_sum_.empty() && device_ < 0) h_sum_.assign(n, 0.0f);
@@ -74,10 +76,19 @@ void RunningSum::to_host() {
 }
 
 void RunningSum::stop(Context&) {
-  if (device_ >= 0) to_host();  // the executor synchronised the task's stream before
+  // The executor synchronised the task's stream before. After a save() (a migration) the state
+  // has left with it, so the device copy is only freed: a 1 GiB state is not copied twice.
+  if (device_ < 0) return;
+  if (!saved_) return to_host();
+  cuda::state_free(d_sum_);
+  cuda::state_free(d_ballast_);
+  d_sum_ = nullptr;
+  d_ballast_ = nullptr;
+  device_ = -1;
 }
 
 void RunningSum::save(std::vector<std::byte>& out) const {
+  saved_ = true;
   std::size_t sum_bytes = h_sum_.size() * sizeof(float);
   out.resize(sizeof(std::uint64_t) + sum_bytes + ballast_bytes_);
   std::uint64_t n = h_sum_.size();

@@ -35,6 +35,7 @@ class RunningSum final : public Task {
   std::vector<float> h_sum_;
   std::vector<std::byte> h_ballast_;
   int device_ = -1;  // >= 0: the state is on this GPU
+  mutable bool saved_ = false;  // save() since the last token: stop() need not copy the state back
   float* d_sum_ = nullptr;
   std::byte* d_ballast_ = nullptr;
 };

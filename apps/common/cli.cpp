@@ -52,8 +52,8 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
       ("ctl", po::value(&c.ctl), "control file rank 0 follows for `weft ctl` commands (default: $WEFT_CTL)")
       ("balance", po::value(&c.balance)->default_value(c.balance),
        "load balancer over the migratable tasks: off, greedy (one move per period) or refine (several)")
-      ("balance-period", po::value(&c.balance_period)->default_value(c.balance_period), "seconds between balancer decisions")
-      ("balance-threshold", po::value(&c.balance_threshold)->default_value(c.balance_threshold),
+      ("balance-period", po::value(&c.balance_period)->default_value(c.balance_period, "1"), "seconds between balancer decisions")
+      ("balance-threshold", po::value(&c.balance_threshold)->default_value(c.balance_threshold, "0.1"),
        "move when the predicted gain exceeds this share of the iteration time");
   desc.add(common);
 }

@@ -285,8 +285,8 @@ void drive(State& run, Node& node) {
   try {
     if (gpu) detail::bind_device(node.place.device);
     if (node.active) task.start(ctx);
-    std::optional<detail::StreamTimer> timer;
-    if (gpu) timer.emplace(node.place.device);
+    std::optional<detail::StreamTimer> timer;  // GPU time, for the load balancer only (two events per firing)
+    if (gpu && run.options.balance != "off") timer.emplace(node.place.device);
     const bool forwards = !task.moves_data();
     std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
@@ -360,10 +360,12 @@ void drive(State& run, Node& node) {
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
       if (gpu) {
-        timer->start(ctx.stream());
+        if (timer) timer->start(ctx.stream());
         task.run_cuda(ctx);
-        timer->stop(ctx.stream());
-        node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
+        if (timer) {
+          timer->stop(ctx.stream());
+          node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
+        }
       } else {
         task.run(ctx);
       }

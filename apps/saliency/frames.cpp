@@ -121,7 +121,12 @@ struct SaliencySink::Writer {
 };
 
 SaliencySink::SaliencySink(std::string name, SinkOptions options)
-    : Task(std::move(name)), options_(std::move(options)) {}
+    : Task(std::move(name)), options_(std::move(options)) {
+  if (options_.all_maps && options_.pathway == "fused") {
+    static_map = input<Array>("static", DType::f32, 2);
+    dynamic_map = input<Array>("dynamic", DType::f32, 2);
+  }
+}
 SaliencySink::~SaliencySink() = default;
 
 namespace {
@@ -156,19 +161,32 @@ void write_heat_map(const std::string& path, const Array& map, const Array& fram
 
 }  // namespace
 
+namespace {
+Array host_map(Array m, std::int64_t width) {
+  if (!m.memory().is_host()) m = m.to_host();
+  return saliency::crop_width(m, width);
+}
+}  // namespace
+
 void SaliencySink::run(Context& ctx) {
   Array f = ctx.take(frame);
-  Array m = ctx.take(map);
-  if (!m.memory().is_host()) m = m.to_host();
   if (!f.memory().is_host()) f = f.to_host();
   const std::int64_t h = f.shape()[0], w = f.shape()[1];
-  const Array cropped = saliency::crop_width(m, w);
+  const Array cropped = host_map(ctx.take(map), w);
+  const bool fused = options_.pathway == "fused";
+  const bool has_static = options_.pathway != "dynamic", has_dynamic = options_.pathway != "static";
+  Array static_part, dynamic_part;
+  if (options_.all_maps) {
+    static_part = fused ? host_map(ctx.take(static_map), w) : cropped;
+    dynamic_part = fused ? host_map(ctx.take(dynamic_map), w) : cropped;
+  }
   const auto t = static_cast<std::int64_t>(ctx.index());
   if (!writer_) {
     writer_ = std::make_unique<Writer>(options_.output);
     const std::vector<std::int64_t> chunk{1, h, w};
     writer_->h5.create("/saliency", DType::f32, Shape(options_.frames, h, w), chunk, false);
-    if (options_.all_maps) writer_->h5.create("/static", DType::f32, Shape(options_.frames, h, w), chunk, false);
+    if (options_.all_maps && has_static) writer_->h5.create("/static", DType::f32, Shape(options_.frames, h, w), chunk, false);
+    if (options_.all_maps && has_dynamic) writer_->h5.create("/dynamic", DType::f32, Shape(options_.frames, h, w), chunk, false);
     if (!options_.png_dir.empty()) {
       std::error_code ec;
       fs::create_directories(options_.png_dir, ec);
@@ -176,7 +194,8 @@ void SaliencySink::run(Context& ctx) {
     }
   }
   writer_->h5.write_slab("/saliency", t, cropped);
-  if (options_.all_maps) writer_->h5.write_slab("/static", t, cropped);
+  if (options_.all_maps && has_static) writer_->h5.write_slab("/static", t, static_part);
+  if (options_.all_maps && has_dynamic) writer_->h5.write_slab("/dynamic", t, dynamic_part);
   if (!options_.png_dir.empty()) {
     char name[64];
     std::snprintf(name, sizeof name, "saliency_%04lld.png", static_cast<long long>(t));
@@ -184,10 +203,16 @@ void SaliencySink::run(Context& ctx) {
   }
   if (t + 1 == options_.frames) {
     writer_->h5.attribute("/", "input", options_.input);
-    writer_->h5.attribute("/", "pathway", std::string("static"));
-    writer_->h5.attribute("/saliency", "meaning",
-                          std::string("static saliency (Marat et al. 2009): Gabor energies, interactions, Itti "
-                                      "normalisation, sum; float32 [T,H,W]"));
+    writer_->h5.attribute("/", "pathway", options_.pathway);
+    const char* meaning =
+        options_.pathway == "static"
+            ? "static saliency (Marat et al. 2009): Gabor energies, interactions, Itti normalisation, sum; float32 [T,H,W]"
+            : options_.pathway == "dynamic"
+                  ? "dynamic saliency (Marat et al. 2009): residual motion after dominant affine motion compensation, "
+                    "temporal median, normalisation; float32 [T,H,W]"
+                  : "spatio-temporal saliency (Marat et al. 2009): a*Ms + b*Md + a*b*Ms*Md, a = max(Ms), "
+                    "b = skewness(Md) (>= 0); float32 [T,H,W]";
+    writer_->h5.attribute("/saliency", "meaning", std::string(meaning));
     writer_->h5.commit();
   }
 }

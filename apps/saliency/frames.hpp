@@ -39,18 +39,22 @@ class FrameSource final : public Task {
 struct SinkOptions {
   std::string output;     ///< HDF5 file written under a temporary name, renamed after the last frame
   std::string png_dir;    ///< heat maps saliency_NNNN.png over the frames, empty: none
-  bool all_maps = false;  ///< also /static (identical to /saliency for the static pathway)
+  std::string pathway = "static";  ///< static | dynamic | fused
+  bool all_maps = false;  ///< also /static and/or /dynamic (the fused pathway takes them on inputs
+                          ///< "static" and "dynamic"; otherwise they are /saliency itself)
   std::string input;      ///< recorded as an attribute
   std::int64_t frames = 0;
 };
 
-/// Sink `write`: static map [H, Wf] (cropped to the frame's width) and the frame → /saliency[t].
+/// Sink `write`: the saliency map [H, W or Wf] (cropped to the frame's width) and the frame →
+/// /saliency[t]; with the fused pathway and all_maps, also inputs "static" and "dynamic".
 class SaliencySink final : public Task {
  public:
   SaliencySink(std::string name, SinkOptions options);
   ~SaliencySink() override;
   In<Array> map = input<Array>("map", DType::f32, 2);
   In<Array> frame = input<Array>("frame", std::nullopt, 2);
+  In<Array> static_map, dynamic_map;  ///< connected only for the fused pathway with all_maps
   void run(Context& ctx) override;
 
  private:

@@ -1,14 +1,19 @@
-// weft saliency: visual saliency of a video (issue 6), static pathway.
-// Graph: read → retina (Hann window + FFT) → gabor.<g> (one per orientation group: filters +
-// inverse FFTs) → interactions → normalize (+ sum) → write (HDF5 frame by frame, heat maps).
+// weft saliency: visual saliency of a video (issue 6), static, dynamic or fused pathway.
+// Static: read → retina (Hann window + FFT) → gabor.<g> (one per orientation group: filters +
+// inverse FFTs) → interactions → normalize (+ sum). Dynamic: read → motion.input (working frames)
+// → motion.dominant (affine) → motion.compensate → motion.flow → motion.median → motion.map.
+// Fused: both, → fusion. Then write (HDF5 frame by frame, heat maps).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cli.hpp"
 #include "frames.hpp"
 #include "weft/exec/environment.hpp"
+#include "weft/tasks/flow/params.hpp"
+#include "weft/tasks/saliency/dynamic_tasks.hpp"
 #include "weft/tasks/saliency/tasks.hpp"
 #include "weft/util/error.hpp"
 
@@ -18,16 +23,33 @@ namespace {
 struct Options {
   std::vector<std::string> input;
   std::string output;
-  std::string pathway = "static";
+  std::string pathway = "fused";
+  saliency::MotionParams motion;
+  std::string flow_method = "hs";
   std::string png;
   bool all_maps = false;
   int gabor_groups = 6;
-  int farm = 0;  ///< > 0: that many replicas of the whole pathway ("static.<i>"), frames round-robin
+  int farm = 0;  ///< > 0: that many replicas of the per-frame work ("static.<i>" or "frame.<i>"), round-robin
   std::int64_t max_frames = 0;
   std::string generate_sample;
   std::string sample_size = "128x96";
   std::int64_t sample_frames = 8;
 };
+
+/// Adds the tasks after a farm of FrameSaliency or the dynamic pathway's stateless middle: the
+/// temporal median and the dynamic map.
+struct MotionTail {
+  saliency::TemporalMedian* median = nullptr;
+  saliency::DynamicMap* map = nullptr;
+};
+MotionTail add_motion_tail(Graph& graph, const Options& o, const saliency_app::FrameInput& input) {
+  const int k = saliency::motion_scale(o.motion, input.width);
+  MotionTail t;
+  t.median = &graph.add<saliency::TemporalMedian>("motion.median", o.motion.median_frames);
+  t.map = &graph.add<saliency::DynamicMap>("motion.map", input.height, input.width, k);
+  graph.connect(t.median->out, t.map->in);
+  return t;
+}
 
 Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
   Graph graph;
@@ -35,12 +57,16 @@ Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
   saliency_app::SinkOptions sink;
   sink.output = o.output;
   sink.png_dir = o.png;
+  sink.pathway = o.pathway;
   sink.all_maps = o.all_maps;
   sink.input = input.kind == saliency_app::FrameInput::hdf5 ? input.dataset : (input.files.empty() ? "" : input.files[0]);
   sink.frames = input.frames;
   auto& write = graph.add<saliency_app::SaliencySink>("write", sink);
   graph.connect(read.out, write.frame);
-  if (o.farm > 0) {
+  const bool with_static = o.pathway != "dynamic", with_dynamic = o.pathway != "static";
+  const bool fused = with_static && with_dynamic;
+  std::optional<std::pair<Task*, int>> static_map, dynamic_map;  // producers of Ms and Md
+  if (o.farm > 0 && !with_dynamic) {
     const Farm farm = graph.add_farm("static", o.farm, [](int i) {
       return std::make_unique<saliency::StaticSaliency>("static." + std::to_string(i));
     });
@@ -48,17 +74,52 @@ Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
     graph.connect(farm.out(), write.map);
     return graph;
   }
-  const saliency::StaticPathway path = saliency::add_static_pathway(graph, o.gabor_groups, "--gabor-groups");
-  graph.connect(read.out, path.retina->in);
-  graph.connect(path.normalize->out, write.map);
+  if (o.farm > 0) {
+    // Stateful ends around a farm of per-frame work: motion.input pairs the frames before it,
+    // motion.median follows it (the gather restores the frame order).
+    saliency::validate(o.motion);
+    auto& motion_in = graph.add<saliency::MotionInput>("motion.input", saliency::motion_scale(o.motion, input.width));
+    graph.connect(read.out, motion_in.in);
+    const Farm farm = graph.add_farm("frame", o.farm, [&](int i) {
+      return std::make_unique<saliency::FrameSaliency>("frame." + std::to_string(i), with_static, true, o.motion);
+    });
+    int port = 0;
+    if (with_static) graph.connect(read.out, farm.in(port++));
+    graph.connect(motion_in.cur, farm.in(port++));
+    graph.connect(motion_in.prev, farm.in(port++));
+    const MotionTail tail = add_motion_tail(graph, o, input);
+    if (with_static) static_map = farm.out(0);
+    graph.connect(farm.out(with_static ? 1 : 0), tail.median->in);
+    dynamic_map = std::pair<Task*, int>{tail.map, tail.map->out.index};
+  } else {
+    if (with_static) {
+      const saliency::StaticPathway path = saliency::add_static_pathway(graph, o.gabor_groups, "--gabor-groups");
+      graph.connect(read.out, path.retina->in);
+      static_map = std::pair<Task*, int>{path.normalize, path.normalize->out.index};
+    }
+    if (with_dynamic) {
+      const saliency::DynamicPathway path = saliency::add_dynamic_pathway(graph, o.motion, input.height, input.width);
+      graph.connect(read.out, path.input->in);
+      dynamic_map = std::pair<Task*, int>{path.map, path.map->out.index};
+    }
+  }
+  if (!fused) {
+    graph.connect(*(with_static ? static_map : dynamic_map), write.map);
+    return graph;
+  }
+  auto& fusion = graph.add<saliency::Fusion>("fusion");
+  graph.connect(*static_map, fusion.static_map);
+  graph.connect(*dynamic_map, fusion.dynamic_map);
+  graph.connect(fusion.out, write.map);
+  if (o.all_maps) {
+    graph.connect(*static_map, write.static_map);
+    graph.connect(*dynamic_map, write.dynamic_map);
+  }
   return graph;
 }
 
 void check_pathway(const std::string& pathway) {
-  if (pathway == "static") return;
-  if (pathway == "dynamic" || pathway == "fused")
-    throw ConfigError("--pathway " + pathway +
-                      ": not implemented yet (this version computes the static pathway only; use --pathway static)");
+  if (pathway == "static" || pathway == "dynamic" || pathway == "fused") return;
   throw ConfigError("--pathway: expected static, dynamic or fused, got '" + pathway + "'");
 }
 
@@ -78,13 +139,28 @@ int saliency_main(int argc, char** argv) {
       ("input", po::value(&o.input)->multitoken(),
        "FILE.h5:/dataset ([T,H,W] or [H,W], u8/u16/f32), a pattern frame%03d.png, or image files (PNG/PGM)")
       ("output", po::value(&o.output), "HDF5 output: /saliency float32 [T,H,W]")
-      ("pathway", po::value(&o.pathway)->default_value("static"), "static (dynamic and fused: not implemented yet)")
-      ("all-maps", po::bool_switch(&o.all_maps), "also write /static")
+      ("pathway", po::value(&o.pathway)->default_value("fused"),
+       "static | dynamic | fused (the spatio-temporal model: a*Ms + b*Md + a*b*Ms*Md, a = max Ms, b = skewness Md)")
+      ("all-maps", po::bool_switch(&o.all_maps), "also write /static and/or /dynamic (the pathway's maps)")
       ("png", po::value(&o.png), "folder for heat maps over the frames (saliency_NNNN.png)")
       ("gabor-groups", po::value(&o.gabor_groups)->default_value(6),
        "tasks the 6 orientations are split into (1, 2, 3 or 6): gabor.0 .. gabor.<G-1>")
       ("farm", po::value(&o.farm)->default_value(0),
-       "N > 0: a frame farm of N whole-pathway tasks static.0 .. static.<N-1> (place them with --mapping)")
+       "N > 0: a frame farm of N replicas (static: static.<i>, whole static pathway; dynamic/fused: frame.<i>, "
+       "static pathway and residual flow of a frame) between motion.input and motion.median")
+      ("motion-scale", po::value(&o.motion.scale)->default_value(0),
+       "dynamic pathway working resolution: frames box-averaged by K = 1, 2, 4 or 8 (0: smallest K with W/K <= 512)")
+      ("motion-levels", po::value(&o.motion.levels)->default_value(4),
+       "pyramid levels of the dominant (affine) motion estimate (coarsest at least 16 pixels a side)")
+      ("motion-iterations", po::value(&o.motion.iterations)->default_value(5),
+       "robust Gauss-Newton steps per level (Tukey biweight, c = 4.685 sigma, sigma = 1.4826 median |r|)")
+      ("median-frames", po::value(&o.motion.median_frames)->default_value(5),
+       "temporal median of the residual motion magnitude over the last N frames (1..9)")
+      ("flow-method", po::value(&o.flow_method)->default_value("hs"), "residual flow: hs, tvl1 or clg (weft flow)")
+      ("flow-scales", po::value(&o.motion.flow.scales)->default_value(3), "residual flow pyramid levels")
+      ("flow-warps", po::value(&o.motion.flow.warps)->default_value(2), "residual flow warps per level")
+      ("flow-iterations", po::value(&o.motion.flow.iterations)->default_value(30),
+       "residual flow iterations per warp (fixed: no early stop)")
       ("frames", po::value(&o.max_frames)->default_value(0), "process only the first N frames (0: all)")
       ("generate-sample", po::value(&o.generate_sample), "write a sample video FILE.h5:/frames and exit")
       ("sample-size", po::value(&o.sample_size)->default_value("128x96"), "sample frame size WxH")
@@ -92,11 +168,13 @@ int saliency_main(int argc, char** argv) {
   add_common_options(desc, common);
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm,
-             "usage: weft saliency --input video.h5:/frames --output sal.h5 [--pathway static] [--png DIR]\n"
+             "usage: weft saliency --input video.h5:/frames --output sal.h5 [--pathway fused|static|dynamic] [--png DIR]\n"
              "                     [--all-maps] [--gabor-groups 1|2|3|6 | --farm N] [--devices cpu|gpu|all] [--mapping FILE]\n"
              "       weft saliency --generate-sample video.h5 [--sample-size 720x576] [--sample-frames 8]\n"
-             "Static visual saliency (Marat et al. 2009): Gabor bank in the frequency domain, short-range\n"
-             "interactions, Itti normalisation, sum."))
+             "Spatio-temporal visual saliency (Marat et al. 2009). Static: Gabor bank in the frequency domain,\n"
+             "short-range interactions, Itti normalisation, sum. Dynamic: dominant (camera) motion as a robust\n"
+             "affine fit over a pyramid, compensated; residual optical flow; temporal median of its magnitude;\n"
+             "normalised like a static map. Fused (default): a*Ms + b*Md + a*b*Ms*Md."))
     return 0;
   const Environment* env = Environment::current();
   const bool root = !env || env->rank() == 0;
@@ -111,6 +189,20 @@ int saliency_main(int argc, char** argv) {
     return 0;
   }
   check_pathway(o.pathway);
+  {
+    const flow::FlowParams defaults = saliency::MotionParams::default_flow();
+    const int scales = o.motion.flow.scales, warps = o.motion.flow.warps, iterations = o.motion.flow.iterations;
+    o.motion.flow = defaults;
+    if (o.flow_method != "hs") {
+      o.motion.flow = flow::default_params(flow::parse_method(o.flow_method, "--flow-method"));
+      o.motion.flow.epsilon = 0.0;
+      o.motion.flow.median = defaults.median;
+    }
+    o.motion.flow.scales = scales;
+    o.motion.flow.warps = warps;
+    o.motion.flow.iterations = iterations;
+    saliency::validate(o.motion);
+  }
   if (o.output.empty()) throw ConfigError("--output: missing (the HDF5 file for /saliency)");
   if (o.farm < 0) throw ConfigError("--farm: expected N >= 0, got " + std::to_string(o.farm));
   if (o.max_frames < 0) throw ConfigError("--frames: expected N >= 0, got " + std::to_string(o.max_frames));
@@ -118,19 +210,20 @@ int saliency_main(int argc, char** argv) {
   Graph graph = saliency_graph(o, input);
   const RunStats stats = run_graph(graph, common);
   if (root)
-    std::printf("saliency: %lld frames of %lldx%lld, static pathway, %.3f s (%.1f frames/s) -> %s\n",
+    std::printf("saliency: %lld frames of %lldx%lld, %s pathway, %.3f s (%.1f frames/s) -> %s\n",
                 static_cast<long long>(input.frames), static_cast<long long>(input.width),
-                static_cast<long long>(input.height), stats.seconds,
+                static_cast<long long>(input.height), o.pathway.c_str(), stats.seconds,
                 stats.seconds > 0 ? static_cast<double>(input.frames) / stats.seconds : 0.0, o.output.c_str());
   return 0;
 }
 
-const Registrar reg{{"saliency", "visual saliency of a video (static pathway)", &saliency_main}};
+const Registrar reg{{"saliency", "visual saliency of a video (static, dynamic, fused)", &saliency_main}};
 /// The graph with default options (720x576 frames), for `weft mapping check`.
-Graph default_graph(int farm) {
+Graph default_graph(int farm, const std::string& pathway = "static") {
   Options o;
   o.output = "saliency.h5";
   o.farm = farm;
+  o.pathway = pathway;
   saliency_app::FrameInput input;
   input.kind = saliency_app::FrameInput::hdf5;
   input.dataset = "video.h5:/frames";
@@ -142,6 +235,9 @@ Graph default_graph(int farm) {
 const GraphRegistrar graph{{"saliency", [] { return default_graph(0); }}};
 const GraphRegistrar farm2{{"saliency-farm2", [] { return default_graph(2); }}};
 const GraphRegistrar farm4{{"saliency-farm4", [] { return default_graph(4); }}};
+const GraphRegistrar fused{{"saliency-fused", [] { return default_graph(0, "fused"); }}};
+const GraphRegistrar fused_farm2{{"saliency-fused-farm2", [] { return default_graph(2, "fused"); }}};
+const GraphRegistrar fused_farm4{{"saliency-fused-farm4", [] { return default_graph(4, "fused"); }}};
 
 }  // namespace
 }  // namespace weft::cli

@@ -1,7 +1,11 @@
-// Static saliency on one GPU: frames per second at 512×512, 720×576 and 1920×1080, GPU stages
-// only and end to end through the graph (frame from host memory → pathway on gpu:0 → map back to
-// the host), with the floor = bytes the stages move per frame / measured copy bandwidth.
-// Writes bench/results/saliency.json. Target (issue 6): 720×576 ≥ 2000 frames/s end to end.
+// Saliency on one GPU: frames per second at 512×512, 720×576 and 1920×1080 for the static,
+// dynamic and fused pathways, GPU stages only and end to end through the graph (frame from host
+// memory → pathway on gpu:0 → map back to the host), with the floor = bytes the stages move per
+// frame / measured copy bandwidth. Writes bench/results/saliency.json. Targets (issue 6): static
+// 720×576 ≥ 2000 frames/s, fused 1080p ≥ 200 frames/s end to end.
+// --scaling: the fused graph over 1, 2, 4 GPUs of this process (farm, pipeline, automatic mapper);
+// under mpirun -np N (N > 1): over the N ranks. Both merge their table into saliency.json
+// (target: 4 GPUs ≥ 3.6 × one). The frames come from memory (synthetic), so I/O does not limit.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -13,10 +17,12 @@
 #include "result.hpp"
 #include "gpu.hpp"
 #include "weft/cuda.hpp"
+#include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/tasks/saliency/bank.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"
 #include "weft/tasks/saliency/tasks.hpp"
+#include "fused.hpp"
 
 using namespace weft;
 using Clock = std::chrono::steady_clock;
@@ -137,6 +143,17 @@ GraphTiming graph_seconds(const Array& frame, int groups, int frames, bool on_cp
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool scaling = argc > 1 && std::string(argv[1]) == "--scaling";
+  if (scaling) {
+    Environment env(argc, argv);
+    if (cuda_device_count() == 0) {
+      if (env.rank() == 0) std::printf("saliency_bench --scaling: no GPU, nothing measured\n");
+      return 0;
+    }
+    bench::Result result("saliency", argc, argv);
+    if (saliency_bench::run_scaling(result, env, 200) && env.rank() == 0) (void)result.write();
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--cpu-smoke") {
     // The graph part on CPU places at a small size: checks the harness without a GPU; writes nothing.
     const Array frame = textured(96, 128);
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
       std::printf("cpu smoke 128x96 groups %d: %.1f frames/s steady, %.1f with start-up\n", groups, 1.0 / t.steady,
                   1.0 / t.total);
     }
+    saliency_bench::cpu_smoke();
     return 0;
   }
   if (cuda_device_count() == 0) {
@@ -186,11 +204,20 @@ int main(int argc, char** argv) {
       if (h == 576 && w == 720 && groups == 0) result.target("static_720x576_farm_graph_fps", 1.0 / graph, 2000.0, true);
     }
   }
+  try {
+    saliency_bench::run_one_gpu(result, rows, bandwidth);
+  } catch (const std::exception& e) {  // the static rows are still written
+    std::printf("dynamic/fused part failed: %s\n", e.what());
+    result.metric("dynamic_fused_error", e.what());
+  }
   result.metric("runs", rows);
   result.metric("note", "stages: GPU stages only, frame resident on the GPU; graph: read (host) -> retina, gabor.*, "
                         "interactions, normalize on gpu:0 -> write (host), default channel capacity, steady state (arrivals "
                         "after the first 10% of frames); graph_fps_with_startup includes start-up and cuFFT planning; "
-                        "runtime_share = 1 - stages/graph time per frame; floor = bytes_per_frame / copy bandwidth");
+                        "runtime_share = 1 - stages/graph time per frame; floor = bytes_per_frame / copy bandwidth; "
+                        "dynamic/fused rows: synthetic moving frames, default parameters (working resolution W/K <= 512, "
+                        "HS 3 scales x 2 warps x 30 iterations), staged graph or a farm of 2 FrameSaliency on gpu:0; their "
+                        "bytes_per_frame is an approximate lower bound (dynamic stages + fusion)");
   std::printf("wrote %s\n", result.write().c_str());
   cudaStreamDestroy(stream);
   return 0;

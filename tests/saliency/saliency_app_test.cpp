@@ -14,6 +14,7 @@
 
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/io/image.hpp"
+#include "motion_frames.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"
 
 namespace weft {
@@ -72,7 +73,7 @@ class SaliencyApp : public ::testing::Test {
 };
 
 TEST_F(SaliencyApp, HdfVideoMatchesTheLibrary) {
-  const Outcome o = run("--input " + video_ + ":/frames --output " + path("sal.h5") + " --devices cpu --all-maps");
+  const Outcome o = run("--input " + video_ + ":/frames --output " + path("sal.h5") + " --pathway static --devices cpu --all-maps");
   ASSERT_EQ(o.code, 0) << o.output;
   expect_library_maps(path("sal.h5"));
   const auto info = io::dataset_info(io::parse_dataset_ref(path("sal.h5") + ":/static"));
@@ -88,7 +89,7 @@ TEST_F(SaliencyApp, PngSequenceAndHeatMaps) {
     std::snprintf(name, sizeof name, "frame%03d.png", t + 1);
     io::write_png(path(name), frame);
   }
-  const Outcome o = run("--input " + path("frame%03d.png") + " --output " + path("png.h5") + " --devices cpu --png " +
+  const Outcome o = run("--input " + path("frame%03d.png") + " --output " + path("png.h5") + " --pathway static --devices cpu --png " +
                         path("heat"));
   ASSERT_EQ(o.code, 0) << o.output;
   expect_library_maps(path("png.h5"));
@@ -100,14 +101,14 @@ TEST_F(SaliencyApp, PngSequenceAndHeatMaps) {
   }
   // A list of files is the same sequence.
   const Outcome list = run("--input " + path("frame001.png") + "," + path("frame002.png") + " " + path("frame003.png") +
-                           " " + path("frame004.png") + " --output " + path("list.h5") + " --devices cpu");
+                           " " + path("frame004.png") + " --output " + path("list.h5") + " --pathway static --devices cpu");
   ASSERT_EQ(list.code, 0) << list.output;
   expect_library_maps(path("list.h5"));
 }
 
 TEST_F(SaliencyApp, MappingFileAndGaborGroups) {
   const Outcome o = run("--input " + video_ + ":/frames --output " + path("map.h5") + " --mapping " + kMappings +
-                        "/saliency-cpu.yaml --gabor-groups 2");
+                        "/saliency-cpu.yaml --gabor-groups 2 --pathway static");
   ASSERT_EQ(o.code, 0) << o.output;
   expect_library_maps(path("map.h5"));
 }
@@ -126,7 +127,7 @@ TEST_F(SaliencyApp, SameMapsOnOneTwoFourRanks) {
         << ", device: cpu}\n  write: {rank: " << ranks - 1 << ", device: cpu}\n";
     }
     const std::string out = path("ranks-" + std::to_string(ranks) + ".h5");
-    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --mapping " + mapping,
+    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --pathway static --mapping " + mapping,
                           std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
     ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
     expect_library_maps(out);
@@ -138,7 +139,7 @@ TEST_F(SaliencyApp, SameMapsOnOneTwoFourRanks) {
 
 TEST_F(SaliencyApp, FrameFarmOnOneTwoFourRanks) {
   // Without a mapping: every replica on the CPU of rank 0.
-  const Outcome local = run("--input " + video_ + ":/frames --output " + path("farm.h5") + " --devices cpu --farm 3");
+  const Outcome local = run("--input " + video_ + ":/frames --output " + path("farm.h5") + " --pathway static --devices cpu --farm 3");
   ASSERT_EQ(local.code, 0) << local.output;
   expect_library_maps(path("farm.h5"));
 #if defined(WEFT_MPIEXEC)
@@ -151,10 +152,65 @@ TEST_F(SaliencyApp, FrameFarmOnOneTwoFourRanks) {
       for (int i = 0; i < 3; ++i) f << "  static." << i << ": {rank: " << i % ranks << ", device: cpu}\n";
     }
     const std::string out = path("farm-" + std::to_string(ranks) + ".h5");
-    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --farm 3 --mapping " + mapping,
+    const Outcome o = run("--input " + video_ + ":/frames --output " + out + " --pathway static --farm 3 --mapping " + mapping,
                           std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
     ASSERT_EQ(o.code, 0) << ranks << " ranks: " << o.output;
     expect_library_maps(out);
+  }
+#endif
+}
+
+/// The sample's frames, and the library's maps for them (direct CPU calls).
+saliency::test::ChainMaps library_chain(const std::string& video) {
+  const Array frames = io::read_dataset(io::parse_dataset_ref(video + ":/frames"));
+  std::vector<Array> list;
+  for (int t = 0; t < 4; ++t) {
+    Array frame = Array::host(DType::u8, Shape(48, 64));
+    std::copy_n(frames.data<std::uint8_t>() + t * 48 * 64, 48 * 64, frame.data<std::uint8_t>());
+    list.push_back(frame);
+  }
+  return saliency::test::chain_cpu(list, saliency::MotionParams{});
+}
+void expect_maps(const std::string& file, const std::string& dataset, const std::vector<Array>& want) {
+  const Array maps = io::read_dataset(io::parse_dataset_ref(file + ":" + dataset));
+  ASSERT_EQ(maps.shape(), Shape(4, 48, 64)) << file << ":" << dataset;
+  for (int t = 0; t < 4; ++t)
+    for (std::int64_t i = 0; i < 48 * 64; ++i)
+      ASSERT_EQ(maps.data<float>()[t * 48 * 64 + i], want[t].data<float>()[i]) << file << ":" << dataset << " frame " << t
+                                                                                << " pixel " << i;
+}
+
+TEST_F(SaliencyApp, FusedByDefaultWithAllMapsOnOneTwoFourRanksAndAFarm) {
+  const auto want = library_chain(video_);
+  const Outcome o = run("--input " + video_ + ":/frames --output " + path("fused.h5") + " --devices cpu --all-maps");
+  ASSERT_EQ(o.code, 0) << o.output;
+  expect_maps(path("fused.h5"), "/saliency", want.fused);
+  expect_maps(path("fused.h5"), "/static", want.statics);
+  expect_maps(path("fused.h5"), "/dynamic", want.dynamics);
+  const Outcome dyn = run("--input " + video_ + ":/frames --output " + path("dyn.h5") + " --devices cpu --pathway dynamic");
+  ASSERT_EQ(dyn.code, 0) << dyn.output;
+  expect_maps(path("dyn.h5"), "/saliency", want.dynamics);
+  const Outcome farm = run("--input " + video_ + ":/frames --output " + path("ffarm.h5") + " --devices cpu --farm 2");
+  ASSERT_EQ(farm.code, 0) << farm.output;
+  expect_maps(path("ffarm.h5"), "/saliency", want.fused);
+#if defined(WEFT_MPIEXEC)
+  for (int ranks : {2, 4}) {
+    // Static stages on rank 0, dynamic ones spread over the others, fusion and write on the last.
+    const std::string mapping = path("fused-" + std::to_string(ranks) + ".yaml");
+    {
+      std::ofstream f(mapping);
+      f << "ranks: " << ranks << "\nplaces:\n  read: {rank: 0, device: cpu}\n  retina: {rank: 0, device: cpu}\n"
+        << "  \"gabor.*\": {rank: 0, device: cpu}\n  interactions: {rank: 0, device: cpu}\n  normalize: {rank: 0, device: cpu}\n";
+      int r = 1;
+      for (const char* t : {"motion.input", "motion.dominant", "motion.compensate", "motion.flow", "motion.median", "motion.map"})
+        f << "  " << t << ": {rank: " << (r++ % ranks) << ", device: cpu}\n";
+      f << "  fusion: {rank: " << ranks - 1 << ", device: cpu}\n  write: {rank: " << ranks - 1 << ", device: cpu}\n";
+    }
+    const std::string out = path("fused-" + std::to_string(ranks) + ".h5");
+    const Outcome m = run("--input " + video_ + ":/frames --output " + out + " --mapping " + mapping,
+                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+    ASSERT_EQ(m.code, 0) << ranks << " ranks: " << m.output;
+    expect_maps(out, "/saliency", want.fused);
   }
 #endif
 }
@@ -165,8 +221,9 @@ TEST_F(SaliencyApp, ClearErrors) {
   };
   const std::string out = " --devices cpu --output " + path("bad.h5");
   const std::vector<Case> cases = {
-      {"--input " + video_ + ":/frames --pathway dynamic", "--pathway dynamic: not implemented yet"},
-      {"--input " + video_ + ":/frames --pathway fused", "--pathway fused: not implemented yet"},
+      {"--input " + video_ + ":/frames --median-frames 12", "--median-frames"},
+      {"--input " + video_ + ":/frames --motion-scale 3", "--motion-scale"},
+      {"--input " + video_ + ":/frames --flow-method lk", "--flow-method"},
       {"--input " + video_ + ":/frames --pathway other", "--pathway"},
       {"--input " + path("missing.h5") + ":/frames", "does not exist"},
       {"--input " + video_ + ":/nothing", "nothing"},

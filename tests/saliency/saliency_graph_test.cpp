@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "frames.hpp"
+#include "motion_frames.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
+#include "weft/tasks/saliency/dynamic_tasks.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"
 #include "weft/tasks/saliency/tasks.hpp"
 #include "weft/util/error.hpp"
@@ -80,6 +82,89 @@ TEST(SaliencyGraph, SameMapsForEveryGroupingAndEverySpreadOverRanks) {
           ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << "groups " << groups << " spread " << spread
                                                                  << " frame " << t << " pixel " << i;
       }
+    }
+  }
+}
+
+/// Frames of a moving patch under a pan, as a source.
+class PanFrames final : public Task {
+ public:
+  PanFrames(std::int64_t h, std::int64_t w) : Task("read"), h_(h), w_(w) {}
+  Out<Array> out = output<Array>("out", DType::u8, 2);
+  void run(Context& ctx) override {
+    if (next_ == kFrames) return ctx.end_stream();
+    ctx.put(out, pan_frame(h_, w_, next_++));
+  }
+  static Array pan_frame(std::int64_t h, std::int64_t w, int t) {
+    return test::moving_patch_frame(h, w, t, 1.0, 0.5, 1.5, -1.0, 14, 16, 10);
+  }
+
+ private:
+  std::int64_t h_, w_;
+  int next_ = 0;
+};
+
+TEST(SaliencyGraph, FusedMapsSameForEveryMappingPipelineAndFarm) {
+  constexpr std::int64_t kH = 40, kW = 54;
+  const int ranks = env->size();
+  MotionParams params;
+  params.median_frames = 3;
+  std::vector<Array> frames;
+  for (int t = 0; t < kFrames; ++t) frames.push_back(PanFrames::pan_frame(kH, kW, t));
+  const test::ChainMaps want = test::chain_cpu(frames, params);
+  for (int layout = 0; layout < 3; ++layout) {  // 0: all on rank 0, 1: stages over the ranks, 2: farm of 3
+    Graph g;
+    auto& read = g.add<PanFrames>(kH, kW);
+    auto maps = std::make_shared<std::vector<Array>>();
+    auto& sink = g.add<Collect>(maps);
+    auto& fusion = g.add<Fusion>("fusion");
+    Mapping m;
+    int next = 0;
+    auto place = [&](const std::string& task) { m.set(task, Place::host(layout == 1 ? next++ % ranks : 0)); };
+    if (layout < 2) {
+      const StaticPathway s = add_static_pathway(g, 2);
+      const DynamicPathway d = add_dynamic_pathway(g, params, kH, kW);
+      g.connect(read.out, s.retina->in);
+      g.connect(read.out, d.input->in);
+      g.connect(s.normalize->out, fusion.static_map);
+      g.connect(d.map->out, fusion.dynamic_map);
+      for (const char* t : {"retina", "gabor.0", "gabor.1", "interactions", "normalize", "motion.input", "motion.dominant",
+                            "motion.compensate", "motion.flow", "motion.median", "motion.map"})
+        place(t);
+    } else {
+      auto& input = g.add<MotionInput>("motion.input", motion_scale(params, kW));
+      const Farm farm = g.add_farm("frame", 3, [&](int i) {
+        return std::make_unique<FrameSaliency>("frame." + std::to_string(i), true, true, params);
+      });
+      auto& median = g.add<TemporalMedian>("motion.median", params.median_frames);
+      auto& map = g.add<DynamicMap>("motion.map", kH, kW, motion_scale(params, kW));
+      g.connect(read.out, input.in);
+      g.connect(read.out, farm.in(0));
+      g.connect(input.cur, farm.in(1));
+      g.connect(input.prev, farm.in(2));
+      g.connect(farm.out(0), fusion.static_map);
+      g.connect(farm.out(1), median.in);
+      g.connect(median.out, map.in);
+      g.connect(map.out, fusion.dynamic_map);
+      for (const char* t : {"motion.input", "frame.scatter", "frame.gather", "motion.median", "motion.map"})
+        m.set(t, Place::host(0));
+      for (int i = 0; i < 3; ++i) m.set("frame." + std::to_string(i), Place::host(i % ranks));
+    }
+    g.connect(fusion.out, sink.in);
+    m.set("read", Place::host(0));
+    m.set("fusion", Place::host(ranks > 1 ? 1 : 0));
+    m.set("write", Place::host(ranks - 1));
+    ExecutorOptions options;
+    options.channel_capacity = 2;
+    Executor executor(options);
+    executor.run(g, m).wait();
+    if (env->rank() != ranks - 1) continue;
+    ASSERT_EQ(maps->size(), static_cast<std::size_t>(kFrames));
+    for (int t = 0; t < kFrames; ++t) {
+      const Array& got = (*maps)[t];
+      ASSERT_EQ(got.shape(), want.fused[t].shape());
+      for (std::int64_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got.data<float>()[i], want.fused[t].data<float>()[i]) << "layout " << layout << " frame " << t << " pixel " << i;
     }
   }
 }

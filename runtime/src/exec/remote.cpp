@@ -480,12 +480,13 @@ void RemoteLinks::enable_messages(std::function<void(int box, std::vector<std::b
     impl->bodies.push_back([impl, peer, deliver] {
       try {
         while (true) {
-          MessageHeader h;
-          auto op = impl->submit(false, &h, sizeof h, peer, message_tag(impl->run));
-          if (!impl->wait(op) || h.box < 0) return;
-          std::vector<std::byte> bytes(h.bytes);
-          if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, peer, message_tag(impl->run))) return;
-          deliver(static_cast<int>(h.box), std::move(bytes));
+          // Buffers owned by the operations: a cancelled thread leaves while a receive is posted.
+          auto h = std::make_shared<MessageHeader>();
+          auto op = impl->submit(false, h.get(), sizeof *h, peer, message_tag(impl->run), h);
+          if (!impl->wait(op) || h->box < 0) return;
+          auto bytes = std::make_shared<std::vector<std::byte>>(h->bytes);
+          if (h->bytes && !impl->recv_bytes(bytes->data(), h->bytes, peer, message_tag(impl->run), bytes)) return;
+          deliver(static_cast<int>(h->box), std::move(*bytes));
         }
       } catch (...) {
         impl->fail_local(std::current_exception());

@@ -1,7 +1,7 @@
 // CUDA convolution: full kernels through a shared-memory tile with register blocking (each thread
 // accumulates rows_per_thread outputs in fp32), separable kernels as a row pass into an fp32
 // scratch image and a column pass; weights read from global memory (broadcast, cached). Small
-// kernels go to the streaming kernels of convolve_stream_gpu.cu (weights by value). Methods are
+// kernels go to the streaming kernels of convolve_stream_launch.cuh (weights by value). Methods are
 // chosen by the policy (filters_gpu.cuh) or forced by name (benchmarks, tests).
 #include <cstdint>
 #include <string>

@@ -101,13 +101,13 @@ static_assert(convolve_policy(90).blocked_columns == 4, "one float4 per tile rea
 static_assert(convolve_policy(90).blocked_max_radius <= 5, "blocked kernels instantiated up to radius 5");
 static_assert(separable_policy(90).block_x * separable_policy(90).block_y <= kMaxThreads);
 
-/// Radii of the streaming kernels' instantiations (convolve_stream_gpu.cu).
+/// Radii of the streaming kernels' instantiations (convolve_stream_launch.cuh).
 inline constexpr int kStreamMaxRadius = 3;
 inline constexpr int kFusedMaxRadius = 7;
 static_assert(convolve_policy(90).stream_max_radius <= kStreamMaxRadius);
 static_assert(separable_policy(90).fused_max_radius <= kFusedMaxRadius);
 
-/// Streaming convolutions (convolve_stream_gpu.cu): host weights passed by value, rows 4, 8, 16.
+/// Streaming convolutions (convolve_stream_launch.cuh): host weights passed by value, rows 4, 8, 16.
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, int ksize, int rows, int border,
                             cudaStream_t s);

@@ -1,5 +1,7 @@
+#pragma once
 // Launchers of the fused separable streaming convolutions (convolve_stream.cuh) up to radius
-// kFusedMaxRadius, kRows = 4, 8 or 16 output rows per thread. Weights travel by value.
+// kFusedMaxRadius, kRows = 4, 8 or 16 output rows per thread. Weights travel by value. Each
+// element type is instantiated in its own separable_stream_<type>_gpu.cu (parallel compilation).
 #include <cstdint>
 #include <string>
 
@@ -64,15 +66,5 @@ void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row,
     default: throw ConfigError("convolve: the fused separable kernel takes sizes up to 15, not " + std::to_string(ksize));
   }
 }
-
-template void launch_separable_stream<std::uint8_t>(const std::uint8_t*, std::uint8_t*, Extent, const float*,
-                                                    const float*, int, int, int, cudaStream_t);
-template void launch_separable_stream<std::uint16_t>(const std::uint16_t*, std::uint16_t*, Extent, const float*,
-                                                     const float*, int, int, int, cudaStream_t);
-template void launch_separable_stream<Half>(const Half*, Half*, Extent, const float*, const float*, int, int, int,
-                                            cudaStream_t);
-template void launch_separable_stream<float>(const float*, float*, Extent, const float*, const float*, int, int, int,
-                                             cudaStream_t);
-
 }  // namespace device
 }  // namespace weft::filters

@@ -1,6 +1,8 @@
+#pragma once
 // Launchers of the streaming full convolutions (convolve_stream.cuh) up to radius
 // kStreamMaxRadius, kRows = 4, 8 or 16 output rows per thread (the fused separable ones are in
-// separable_stream_gpu.cu: two files compile in parallel). Weights travel by value.
+// separable_stream_launch.cuh). Weights travel by value. Each element type is instantiated in its
+// own convolve_stream_<type>_gpu.cu, so that nvcc compiles them in parallel.
 #include <cstdint>
 #include <string>
 
@@ -58,13 +60,5 @@ void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kerne
     default: throw ConfigError("convolve: the streaming kernel takes sizes up to 7, not " + std::to_string(ksize));
   }
 }
-
-template void launch_convolve_stream<std::uint8_t>(const std::uint8_t*, std::uint8_t*, Extent, const float*, int, int,
-                                                   int, cudaStream_t);
-template void launch_convolve_stream<std::uint16_t>(const std::uint16_t*, std::uint16_t*, Extent, const float*, int,
-                                                    int, int, cudaStream_t);
-template void launch_convolve_stream<Half>(const Half*, Half*, Extent, const float*, int, int, int, cudaStream_t);
-template void launch_convolve_stream<float>(const float*, float*, Extent, const float*, int, int, int, cudaStream_t);
-
 }  // namespace device
 }  // namespace weft::filters

@@ -157,6 +157,39 @@ TEST(GranulometryGpu, CountedPlanesMatchCpu) {
     }
 }
 
+// Octahedra without a size map on volumes of X % 32 == 0 take the bit-packed openings for
+// radii up to DistancePolicy::kBitMaxRadius (octahedron_bits_gpu.cu) and the distance passes
+// beyond: the same curves as the CPU path, whole volumes and counted planes alike.
+TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
+  auto check = [&](const Array& mask, int last, std::int64_t first, std::int64_t end, const std::string& what) {
+    Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+    morphology::GranulometryOptions o{Element::octahedron, last, false, {}};
+    o.first_plane = first;
+    o.end_plane = end;
+    const auto cpu = morphology::granulometry_cpu(mask, o);
+    const auto gpu = morphology::granulometry_gpu(d_mask, o, stream);
+    EXPECT_EQ(cpu.remaining, gpu.remaining) << what << " last " << last << " planes " << first << ".." << end;
+    EXPECT_TRUE(gpu.size_map.empty());
+  };
+  std::uint32_t seed = 31;
+  for (const Shape& s : {Shape(40, 37, 64), Shape(23, 17, 96), Shape(9, 5, 32), Shape(3, 4, 1024)}) {
+    const Array mask = balls(s, 9, 0.5, seed++);
+    for (int last : {-1, 1, 2, 3, 12, 300}) check(mask, last, 0, -1, s.str());
+    const std::int64_t z = s[0];
+    for (int last : {2, 5, 9})
+      for (auto [first, end] : {std::pair<std::int64_t, std::int64_t>{0, z / 3}, {z / 3, 2 * z / 3}, {2 * z / 3, z}})
+        check(mask, last, first, end, s.str());
+  }
+  // One background voxel in a corner: L1 distances up to 181, across the bit/distance switch.
+  Array solid = Array::host(DType::u8, Shape(60, 60, 64));
+  std::memset(solid.raw(), 1, solid.bytes());
+  solid.data<std::uint8_t>()[0] = 0;
+  check(solid, -1, 0, -1, "corner");
+}
+
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p);
   std::stringstream ss;

@@ -80,6 +80,24 @@ double extrapolate(const nlohmann::json& rows, Element e, int last) {
   return e == Element::ball ? per * last : per * last * (last + 1.0);
 }
 
+/// Metrics and targets of an existing granulometry.json that this run does not write (the
+/// multi-GPU entries of granulometry_slabs_bench) stay in the file.
+void keep_other_entries(bench::Result& result) {
+  const char* dir = std::getenv("WEFT_RESULTS_DIR");
+  const std::filesystem::path file =
+      std::filesystem::path(dir ? dir : std::string(WEFT_SOURCE_DIR) + "/bench/results") / "granulometry.json";
+  std::ifstream in(file);
+  if (!in) return;
+  const nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+  if (!old.is_object() || old.value("benchmark", "") != "granulometry") return;
+  nlohmann::json& doc = result.json();
+  for (const char* section : {"metrics", "targets"}) {
+    if (!old.contains(section) || !old[section].is_object()) continue;
+    for (const auto& [key, value] : old[section].items())
+      if (!doc[section].contains(key)) doc[section][key] = value;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -204,6 +222,7 @@ int main(int argc, char** argv) {
   }
   std::printf("* peers: estimated for sizes 0..N from the sizes they finished (see JSON)\n");
   result.metric("runs", rows);
+  keep_other_entries(result);
   std::printf("wrote %s\n", result.write().c_str());
   WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;

@@ -42,6 +42,17 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 /// by the window arithmetic (2n + 1 add+min per voxel and pass) rather than by these bytes.
 double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 28.0 : 14.0; }
 
+/// Octahedra on bits (octahedron_bits_gpu.cu; X % 32 == 0, radii up to kBitMaxRadius = 128):
+/// bytes per voxel over sizes 1..computed + 1, DRAM traffic only (the neighbour words of a
+/// launch are read again from L1/L2): the u8 erosion distances read and 1/8 written by the pack,
+/// then ⌈n/2⌉ launches that each read and write 1/8 byte per voxel; plus the erosion distances
+/// once (as the distance method's two extra sizes).
+double octahedron_bit_bytes_per_voxel(int computed) {
+  double bytes = 2.0 * bytes_per_voxel_per_size(Element::octahedron);
+  for (int n = 1; n <= computed + 1; ++n) bytes += 1.0 + 0.125 + ((n + 1) / 2) * 0.25;
+  return bytes;
+}
+
 /// Add+min steps per voxel of the ball's windowed passes for sizes 1..computed: two passes of
 /// 2n + 1 offsets rounded up to 8 (distance_gpu.cu), each step one u16x2 lane of __viaddmin_u16x2.
 double ball_window_steps_per_voxel(int computed) {
@@ -67,6 +78,24 @@ double extrapolate(const nlohmann::json& rows, Element e, int last) {
     per += e == Element::ball ? r["seconds"].get<double>() : r["seconds"].get<double>() / (2.0 * r["size"].get<int>());
   per /= static_cast<double>(rows.size());
   return e == Element::ball ? per * last : per * last * (last + 1.0);
+}
+
+/// Metrics and targets of an existing granulometry.json that this run does not write (the
+/// multi-GPU entries of granulometry_slabs_bench) stay in the file.
+void keep_other_entries(bench::Result& result) {
+  const char* dir = std::getenv("WEFT_RESULTS_DIR");
+  const std::filesystem::path file =
+      std::filesystem::path(dir ? dir : std::string(WEFT_SOURCE_DIR) + "/bench/results") / "granulometry.json";
+  std::ifstream in(file);
+  if (!in) return;
+  const nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+  if (!old.is_object() || old.value("benchmark", "") != "granulometry") return;
+  nlohmann::json& doc = result.json();
+  for (const char* section : {"metrics", "targets"}) {
+    if (!old.contains(section) || !old[section].is_object()) continue;
+    for (const auto& [key, value] : old[section].items())
+      if (!doc[section].contains(key)) doc[section][key] = value;
+  }
 }
 
 }  // namespace
@@ -149,13 +178,16 @@ int main(int argc, char** argv) {
       int computed = 0;
       for (int n = 1; n <= last && first.remaining[n] > 0; ++n) ++computed;
       const double voxels = static_cast<double>(mask.size());
-      const double moved = voxels * bytes_per_voxel_per_size(e) * (computed + 2);
+      const bool bits = e == Element::octahedron && size % 32 == 0 && computed + 1 <= 128;
+      const double moved = bits ? voxels * octahedron_bit_bytes_per_voxel(computed)
+                                : voxels * bytes_per_voxel_per_size(e) * (computed + 2);
       const double bytes_floor = moved / bandwidth;
       const double compute_floor =
           e == Element::ball ? voxels * ball_window_steps_per_voxel(computed) / voxel_steps_per_second : 0.0;
       const double floor = bytes_floor > compute_floor ? bytes_floor : compute_floor;
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
+                            {"method", bits ? "bit-packed openings (2 cross steps per launch)" : "distance passes"},
                             {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
                             {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},
                             {"foreground", first.remaining[0]}, {"curve", first.remaining},
@@ -190,6 +222,7 @@ int main(int argc, char** argv) {
   }
   std::printf("* peers: estimated for sizes 0..N from the sizes they finished (see JSON)\n");
   result.metric("runs", rows);
+  keep_other_entries(result);
   std::printf("wrote %s\n", result.write().c_str());
   WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -28,6 +29,25 @@ bool have_gpu() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
+
+/// The test's own stream. Declare it before every device array ordered on it, so that it is
+/// destroyed after them: an Array::device frees its bytes with cudaFreeAsync on that stream when
+/// its last handle drops, and a destroyed stream handle there is undefined behaviour (a host
+/// SIGSEGV inside the driver, with no CUDA error; CountedPlanesMatchCpu died of it when its
+/// d_mask outlived a cudaStreamDestroy at the end of the test body).
+class TestStream {
+ public:
+  TestStream() { WEFT_CUDA_CHECK(cudaStreamCreate(&stream_)); }
+  ~TestStream() {
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
+  }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  operator cudaStream_t() const { return stream_; }  // NOLINT: used where a cudaStream_t is
+ private:
+  cudaStream_t stream_ = nullptr;
+};
 
 /// Overlapping balls of radii 1..max_radius, about `fill` of the volume.
 Array balls(Shape shape, int max_radius, double fill, std::uint32_t seed) {
@@ -67,8 +87,7 @@ void expect_same_as_cpu(const Array& mask, Element e, int max_size, cudaStream_t
 
 TEST(GranulometryGpu, MatchesCpuOnRandomVolumes) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream = nullptr;
-  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
   // Sizes around the row tile (1024 voxels) and odd sizes; dense enough to survive a few sizes.
   const Shape shapes[] = {Shape(1, 1, 1), Shape(3, 5, 7), Shape(2, 3, 1023), Shape(2, 3, 1024),
                           Shape(2, 3, 1025), Shape(9, 31, 33)};
@@ -76,16 +95,13 @@ TEST(GranulometryGpu, MatchesCpuOnRandomVolumes) {
   for (const Shape& s : shapes)
     for (Element e : {Element::octahedron, Element::cube, Element::ball})
       expect_same_as_cpu(test::random_mask(s, 0.93, seed++), e, 6, stream);
-  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 TEST(GranulometryGpu, MatchesCpuOnBalls) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream = nullptr;
-  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
   Array mask = balls(Shape(96, 101, 128), 12, 0.4, 5);
   for (Element e : {Element::octahedron, Element::cube, Element::ball}) expect_same_as_cpu(mask, e, -1, stream);
-  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // With --max-size N the GPU computes the erosion distances only up to the bound the sizes need
@@ -94,8 +110,7 @@ TEST(GranulometryGpu, MatchesCpuOnBalls) {
 // take the packed (X % 4 == 0, X even) and scalar kernels.
 TEST(GranulometryGpu, MatchesCpuWithMaxSize) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream = nullptr;
-  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
   const Shape shapes[] = {Shape(40, 37, 64), Shape(21, 66, 30), Shape(17, 29, 45)};
   std::uint32_t seed = 11;
   for (const Shape& s : shapes) {
@@ -103,21 +118,21 @@ TEST(GranulometryGpu, MatchesCpuWithMaxSize) {
     for (Element e : {Element::octahedron, Element::cube, Element::ball})
       for (int last : {0, 3, 12}) expect_same_as_cpu(mask, e, last, stream);
   }
-  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // A slab with a halo (counted planes in the middle, each opening on the counted planes ± n):
 // the same counts and size map as the CPU path, and the same as the whole volume's planes.
 TEST(GranulometryGpu, CountedPlanesMatchCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream = nullptr;
-  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
   Array mask = balls(Shape(45, 38, 64), 8, 0.45, 21);
   Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
-  const std::pair<int, int> ranges[] = {{0, 45}, {10, 27}, {0, 5}, {40, 45}};
+  const std::pair<int, int> ranges[] = {{0, 45}, {10, 27}, {0, 5}, {40, 45}};  // the whole volume first
+  const std::int64_t plane = mask.shape()[1] * mask.shape()[2];
   for (Element e : {Element::octahedron, Element::cube, Element::ball})
     for (int last : {3, 9, 300}) {  // 300: the unbounded (i32) paths
+      Array whole;                  // the CPU size map of the whole volume
       for (auto [first, end] : ranges) {
         morphology::GranulometryOptions o{e, last, true, {}};
         o.first_plane = first;
@@ -127,11 +142,52 @@ TEST(GranulometryGpu, CountedPlanesMatchCpu) {
         EXPECT_EQ(cpu.remaining, gpu.remaining) << morphology::element_name(e) << " " << first << ".." << end;
         EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
             << morphology::element_name(e) << " " << first << ".." << end;
+        if (whole.empty()) {
+          whole = cpu.size_map;
+        } else {
+          ASSERT_EQ(cpu.size_map.size(), (end - first) * plane);
+          EXPECT_EQ(std::memcmp(whole.data<std::int32_t>() + first * plane, cpu.size_map.data<std::int32_t>(),
+                                cpu.size_map.bytes()), 0)
+              << "counted planes against the whole volume: " << morphology::element_name(e) << " " << first
+              << ".." << end;
+        }
       }
       EXPECT_EQ(morphology::max_distance_cpu(mask, e, 10, 27),
                 morphology::max_distance_gpu(d_mask, e, 10, 27, stream)) << morphology::element_name(e);
     }
-  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// Octahedra without a size map on volumes of X % 32 == 0 take the bit-packed openings for
+// radii up to DistancePolicy::kBitMaxRadius (octahedron_bits_gpu.cu) and the distance passes
+// beyond: the same curves as the CPU path, whole volumes and counted planes alike.
+TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
+  auto check = [&](const Array& mask, int last, std::int64_t first, std::int64_t end, const std::string& what) {
+    Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+    morphology::GranulometryOptions o{Element::octahedron, last, false, {}};
+    o.first_plane = first;
+    o.end_plane = end;
+    const auto cpu = morphology::granulometry_cpu(mask, o);
+    const auto gpu = morphology::granulometry_gpu(d_mask, o, stream);
+    EXPECT_EQ(cpu.remaining, gpu.remaining) << what << " last " << last << " planes " << first << ".." << end;
+    EXPECT_TRUE(gpu.size_map.empty());
+  };
+  std::uint32_t seed = 31;
+  for (const Shape& s : {Shape(40, 37, 64), Shape(23, 17, 96), Shape(9, 5, 32), Shape(3, 4, 1024)}) {
+    const Array mask = balls(s, 9, 0.5, seed++);
+    for (int last : {-1, 1, 2, 3, 12, 300}) check(mask, last, 0, -1, s.str());
+    const std::int64_t z = s[0];
+    for (int last : {2, 5, 9})
+      for (auto [first, end] : {std::pair<std::int64_t, std::int64_t>{0, z / 3}, {z / 3, 2 * z / 3}, {2 * z / 3, z}})
+        check(mask, last, first, end, s.str());
+  }
+  // One background voxel in a corner: L1 distances up to 181, across the bit/distance switch.
+  Array solid = Array::host(DType::u8, Shape(60, 60, 64));
+  std::memset(solid.raw(), 1, solid.bytes());
+  solid.data<std::uint8_t>()[0] = 0;
+  check(solid, -1, 0, -1, "corner");
 }
 
 std::string read_text(const std::filesystem::path& p) {

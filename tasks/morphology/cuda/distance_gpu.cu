@@ -550,6 +550,10 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     launch_parabola_window(f, g, d, 1, r, stream);
     launch_parabola_window(g, f, d, 0, r, stream);
     count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
+  } else if (element == Element::octahedron && distance8 && bit_octahedron_applies(d, r, size_map != nullptr)) {
+    // One bit per voxel, two cross steps per launch, the count fused into the last one.
+    launch_bit_octahedron_opening_count(distance8, r, work, d, count_first, count_voxels, count, stream);
+    return;
   } else if (distance8 && r < 255) {
     // Octahedra and cubes of radius < 255: u8 distances (a quarter of the i32 traffic), seeds
     // read from the u8 copy of D.

@@ -25,6 +25,10 @@ struct DistancePolicy {
   // Packed windows (u16x2 parabola, u8x4 chessboard) up to this radius: shared (64 + 2·150 + 8)
   // rows × 128 B < 48 KiB, r + 1 + (w + 7)² < 65536 (parabola) and w + 7 < 256 (chessboard).
   static constexpr int kPackedMaxRadius = 150;
+  // Octahedron openings on bits (octahedron_bits_gpu.cu) up to this radius, the distance passes
+  // beyond. Estimate, not measured: per size one pack of the u8 distances plus ⌈r/2⌉ launches
+  // over 1/8 byte per voxel, against about four u8 passes for the distance method.
+  static constexpr int kBitMaxRadius = 128;
   static_assert(kWindowX == 32, "one warp per line row of the window tile");
   static_assert((kPackedMaxRadius + 1) * (kPackedMaxRadius + 1) + (kPackedMaxRadius + 7) * (kPackedMaxRadius + 7) <
                 65536);
@@ -64,6 +68,17 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
                           cudaStream_t stream);
+
+/// Whether launch_bit_octahedron_opening_count takes the opening of radius r of a box of dims d
+/// (X % 32 == 0, 1 ≤ r ≤ DistancePolicy::kBitMaxRadius, no size map).
+[[nodiscard]] bool bit_octahedron_applies(const VolumeDims& d, std::int64_t r, bool size_map);
+/// Octahedron opening of radius r on bits: *count += |{p counted : d_L1(p, {D > r}) ≤ r}|, with
+/// D from `distance8` (min(D, 255)), the dilation confined to the box d; the counted voxels
+/// [count_first, count_first + count_voxels) are whole planes of the box. `work` holds
+/// 2 × voxels / 8 bytes.
+void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int64_t r, void* work,
+                                         const VolumeDims& d, std::int64_t count_first, std::int64_t count_voxels,
+                                         unsigned long long* count, cudaStream_t stream);
 
 /// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
 /// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.

@@ -4,7 +4,7 @@
 // border(q − r))) into a py × px grid (py ≥ ny + 2r, sizes 2^a 3^b 5^c 7^d), the kernel is
 // scattered flipped (g(−i, −j) = k[i][j]: the correlation as a circular convolution, which cannot
 // wrap since py ≥ ny + 2r), both go through D2Z, their product through Z2D, and out(y, x) is the
-// result at (y, x) divided by py·px. Plans are cached per (device, stream, py, px); buffers come
+// result at (y + r, x + r) divided by py·px. Plans are cached per (device, stream, py, px); buffers come
 // from the GPU's pool on the stream. The policy decides from which size this path is taken.
 #include <cufft.h>
 
@@ -56,12 +56,13 @@ __global__ void fft_multiply_kernel(cufftDoubleComplex* __restrict__ a, const cu
 }
 
 template <class T>
-__global__ void fft_crop_kernel(const double* __restrict__ full, T* __restrict__ dst, Extent e, long long z,
+__global__ void fft_crop_kernel(const double* __restrict__ full, T* __restrict__ dst, Extent e, long long z, int r,
                                 long long px, double scale) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= e.ny * e.nx) return;
   const long long y = i / e.nx, x = i - (i / e.nx) * e.nx;
-  dst[z * e.ny * e.nx + i] = from_float<T>(static_cast<float>(full[y * px + x] * scale));
+  // out(y, x) = Σ k[i][j] pad(y + r + i, x + r + j) = (pad ⊛ g)(y + r, x + r)
+  dst[z * e.ny * e.nx + i] = from_float<T>(static_cast<float>(full[(y + r) * px + x + r] * scale));
 }
 
 }  // namespace device
@@ -149,7 +150,7 @@ void launch_convolve_fft(const T* src, T* dst, Extent e, const float* d_kernel, 
     fft_multiply_kernel<<<blocks_for(spectrum), 256, 0, stream>>>(d_image, d_spectrum, spectrum);
     check_launch("fft_multiply_kernel", stream);
     check_fft(cufftExecZ2D(plans.inverse, d_image, d_pad), "cufftExecZ2D");
-    fft_crop_kernel<<<blocks_for(e.ny * e.nx), 256, 0, stream>>>(d_pad, dst, e, z, px, 1.0 / (double(py) * px));
+    fft_crop_kernel<<<blocks_for(e.ny * e.nx), 256, 0, stream>>>(d_pad, dst, e, z, r, px, 1.0 / (double(py) * px));
     check_launch("fft_crop_kernel", stream);
   }
 }  // the buffers return to the pool ordered on `stream`, after the transforms

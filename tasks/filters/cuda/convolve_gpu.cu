@@ -241,10 +241,8 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   T* dst = static_cast<T*>(out);
   device::Method m = device::parse_method(name);
   if (name.empty()) {
-    m = {"tile"};
-    if (p.blocked && r <= p.blocked_max_radius) m = {"blocked"};
-    if (r <= p.stream_max_radius) m = {"stream", p.stream_rows_for(e.slices * e.ny * e.nx)};
-    if (ksize >= p.fft_min_size) m = {"fft"};
+    const device::ConvolveChoice c = p.method_for(ksize, e.slices * e.ny * e.nx);
+    m = {c.kind, c.rows};
   }
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
@@ -283,8 +281,8 @@ void separable_typed(const void* in, void* out, float* scratch, device::Extent e
   const int r = ksize / 2;
   device::Method m = device::parse_method(name);
   if (name.empty()) {
-    m = {"two_pass"};
-    if (r <= p.fused_max_radius) m = {"fused", device::convolve_policy(90).stream_rows_for(e.slices * e.ny * e.nx)};
+    const int rows = p.fused_rows_for(ksize, e.slices * e.ny * e.nx);
+    m = rows ? device::Method{"fused", rows} : device::Method{"two_pass"};
   }
   if (m.kind == "fused" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kFusedMaxRadius)
     return device::launch_separable_stream(static_cast<const T*>(in), static_cast<T*>(out), e, h_row, h_col, ksize,
@@ -357,6 +355,8 @@ std::vector<std::string> gpu::separable_methods(int ksize) {
   return names;
 }
 
-bool gpu::separable_needs_scratch(int ksize) { return ksize / 2 > device::separable_policy(90).fused_max_radius; }
+bool gpu::separable_needs_scratch(int ksize, long long pixels) {
+  return device::separable_policy(90).fused_rows_for(ksize, pixels) == 0;
+}
 
 }  // namespace weft::filters

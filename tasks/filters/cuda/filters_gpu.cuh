@@ -23,12 +23,10 @@ inline int multiprocessor_count() {
 /// Packed u8/u16 3×3 and 5×5 (packed_median.hpp): each thread one strip of 16 bytes ×
 /// packed_rows_3 (or _5) rows, blocks of 32 × packed_block_y strips (fewer rows of strips when
 /// the grid would not give two blocks per SM). Interleaved u8/u16 3×3 (interleaved_median.hpp,
-/// DPX min/max): rows per thread from the image size, fp16 keys for u8 if interleaved_half_keys.
-/// bench/results/filters.json (H100, 5bfd79e) measured the packed and tile kernels only: packed
-/// 5×5 was slower than NPP below 8192² and the tile kernel's 7×7 at 512² ran at 9.2 GP/s against
-/// packed 5×5's 5.9, hence packed_5_min_pixels. The interleaved rows and the fp16 keys are chosen by
-/// counting (bench/filters/NOTES.md); filters_bench measures every method per size and prints
-/// the values to put here.
+/// DPX min/max). Chosen by measurement (filters_bench, H100, 3658ad9, every method at 512² to
+/// 8192², bench/results/filters.json): 3×3 DPX with 1 row per thread below 1024², 2 rows above
+/// (2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than noise); 5×5 the tile
+/// kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 % better at 8192²).
 struct MedianPolicy {
   int block_x = 32;
   int block_y = 8;
@@ -37,25 +35,33 @@ struct MedianPolicy {
   int packed_block_y = 4;
   int packed_rows_3 = 4;
   int packed_rows_5 = 2;
-  long long packed_5_min_pixels = 2048LL * 2048;
+  long long packed_5_min_pixels = 1024LL * 1024;
   bool interleaved = true;
   bool interleaved_half_keys = false;
-  long long interleaved_rows_8_min_pixels = 4096LL * 4096;  // at least this many pixels: 8 rows
-  long long interleaved_rows_4_min_pixels = 2048LL * 2048;  // else 4 rows, else 2
+  long long interleaved_rows_8_min_pixels = 1LL << 62;      // never: slower than 2 rows at every size
+  long long interleaved_rows_4_min_pixels = 1LL << 62;      // never
+  long long interleaved_rows_2_min_pixels = 1024LL * 1024;  // else 1 row
   [[nodiscard]] constexpr int interleaved_rows_for(long long pixels) const {
-    return pixels >= interleaved_rows_8_min_pixels ? 8 : pixels >= interleaved_rows_4_min_pixels ? 4 : 2;
+    return pixels >= interleaved_rows_8_min_pixels   ? 8
+           : pixels >= interleaved_rows_4_min_pixels ? 4
+           : pixels >= interleaved_rows_2_min_pixels ? 2
+                                                     : 1;
   }
 };
 /// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
-/// memory, each thread keeping rows_per_thread accumulators (register blocking).
-/// Radius ≤ blocked_max_radius (at most 5): the blocked kernel instead, each thread a blocked_columns ×
-/// blocked_rows block of outputs read from float4 rows of the tile (each tile value loaded once
-/// per thread row, not once per tap: (4 + 2r)(8 + 2r) / 32 shared loads per output instead of
-/// (2r + 1)²), weights in registers, the tile gathered without border arithmetic when inside.
-/// Radius ≤ stream_max_radius: the streaming kernel (convolve_stream.cuh, no shared memory),
-/// rows per thread from the image size. bench/results/filters.json (H100, 5bfd79e): the blocked
-/// kernel reached 40-53 % of the copy bandwidth at 8192² for 3×3..7×7 and 30 % for 9×9, hence
-/// streaming up to 7×7 (its own figures: chosen by counting, bench/filters/NOTES.md).
+/// memory, each thread keeping rows_per_thread accumulators (register blocking). The blocked kernel:
+/// each thread a blocked_columns × blocked_rows block of outputs read from float4 rows of the tile
+/// (radius ≤ 5). The streaming kernel (convolve_stream.cuh, no shared memory, radius ≤ 3). cuFFT
+/// in fp64 from fft_min_size. method_for() is what filters_bench measured fastest (H100, 3658ad9,
+/// f32, 512² to 8192², bench/results/filters.json): the tile kernel below 1024² at every radius;
+/// from 1024², streaming with 4 rows for radius ≤ 2, for radius 3 the tile kernel below 2048², the
+/// blocked one below 4096², streaming above; blocked for radius 4 and 5; tile up to 21×21; cuFFT
+/// from 31×31 (7-9.5 GP/s, flat in the size, against the tile's 11.9 GP/s at 21×21: 25 is the
+/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size.
+struct ConvolveChoice {
+  const char* kind;
+  int rows;
+};
 struct ConvolvePolicy {
   int block_x = 32;
   int block_y = 8;
@@ -67,26 +73,41 @@ struct ConvolvePolicy {
   int blocked_columns = 4;
   int blocked_rows = 8;
   int stream_max_radius = 3;
-  /// Sizes from fft_min_size: the cuFFT path (convolve_fft_gpu.cu). Estimated (NOTES.md): the tile
-  /// kernel ran 15×15 at 21.8 GP/s and 21×21 at 11.8 GP/s at 8192² (filters.json, 5bfd79e); three
-  /// fp64 transforms of 8232² read and write ~9 GB, ~3.5 ms, i.e. ~19 GP/s.
-  int fft_min_size = 21;
-  long long stream_rows_16_min_pixels = 4096LL * 4096;  // at least this many pixels: 16 rows
-  long long stream_rows_8_min_pixels = 1024LL * 1024;   // else 8, else 4
-  [[nodiscard]] constexpr int stream_rows_for(long long pixels) const {
-    return pixels >= stream_rows_16_min_pixels ? 16 : pixels >= stream_rows_8_min_pixels ? 8 : 4;
+  int fft_min_size = 25;
+  long long small_max_pixels = 1024LL * 1024 - 1;  // up to this many pixels: the tile kernel
+  int stream_rows = 4;
+  [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
+  [[nodiscard]] constexpr ConvolveChoice method_for(int ksize, long long pixels) const {
+    const int r = ksize / 2;
+    if (ksize >= fft_min_size) return {"fft", 0};
+    if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
+    if (r <= 2) return {"stream", stream_rows};
+    if (r == 3) {
+      if (pixels >= 4096LL * 4096) return {"stream", stream_rows};
+      if (pixels >= 2048LL * 2048) return {"blocked", 0};
+      return {"tile", 0};
+    }
+    return {"blocked", 0};
   }
 };
 /// Separable passes: rows (each thread columns_per_thread outputs), then columns, through an fp32
-/// scratch image; radius ≤ fused_max_radius: one fused streaming kernel (convolve_stream.cuh), one
-/// pass over memory, rows per thread as the full streaming kernel. The two-pass kernels ran at
-/// 91 GP/s for 3-tap f32 at 8192² (filters.json, 5bfd79e), half the full 3×3 kernel.
+/// scratch image; or one fused streaming kernel (convolve_stream.cuh), one pass over memory, up to
+/// radius fused_max_radius. fused_for() is what filters_bench measured fastest (H100, 3658ad9):
+/// fused at every size for 3 taps, from 1024² for 5, from 2048² for 7 and 9, from 4096² for 11
+/// to 15 (with 8 rows from 11 taps), two passes otherwise.
 struct SeparablePolicy {
   int block_x = 32;
   int block_y = 8;
   int columns_per_thread = 4;
   int rows_per_thread = 4;
   int fused_max_radius = 7;
+  /// Rows per thread of the fused kernel for this size and image, or 0: the two-pass kernels.
+  [[nodiscard]] constexpr int fused_rows_for(int ksize, long long pixels) const {
+    const int r = ksize / 2;
+    const long long min_pixels = r <= 1 ? 0 : r == 2 ? 1024LL * 1024 : r <= 4 ? 2048LL * 2048 : 4096LL * 4096;
+    if (r > fused_max_radius || pixels < min_pixels) return 0;
+    return r >= 5 ? 8 : 4;
+  }
 };
 [[nodiscard]] constexpr MedianPolicy median_policy(int /*compute_capability*/) { return {}; }
 [[nodiscard]] constexpr ConvolvePolicy convolve_policy(int /*compute_capability*/) { return {}; }

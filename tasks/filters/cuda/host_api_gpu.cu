@@ -65,12 +65,12 @@ Array convolve_separable(const Array& d_in, const std::vector<float>& row, const
   check_convolve_args(d_in, column.size(), ksize, true);
   const int device = device_of(d_in);
   Array out = Array::device(d_in.dtype(), d_in.shape(), device, stream);
-  const bool two_pass = separable_needs_scratch(ksize);
+  const Dims d = dims_of(d_in.shape());
+  const bool two_pass = separable_needs_scratch(ksize, d.slices * d.ny * d.nx);
   Array scratch;  // only for the two-pass kernels
   if (two_pass) scratch = Array::device(DType::f32, d_in.shape(), device, stream);
   const Array w_row = upload(row, device, stream);
   const Array w_col = upload(column, device, stream);
-  const Dims d = dims_of(d_in.shape());
   launch_convolve_separable(d_in.raw(), out.raw(), two_pass ? scratch.data<float>() : nullptr, d_in.dtype(),
                             d.slices, d.ny, d.nx, row.data(), column.data(), w_row.data<float>(), w_col.data<float>(),
                             ksize, b, stream);

@@ -37,7 +37,7 @@ void launch_median(const void* d_in, void* d_out, DType type, long long slices, 
 void launch_convolve(const void* d_in, void* d_out, DType type, long long slices, long long ny, long long nx,
                      const float* h_kernel, const float* d_kernel, int ksize, Border b, cudaStream_t stream,
                      std::string_view method = {});
-/// `d_scratch` may be null when separable_needs_scratch(ksize) is false and `method` is not "two_pass".
+/// `d_scratch` may be null when separable_needs_scratch(ksize, slices·ny·nx) is false and `method` is not "two_pass".
 void launch_convolve_separable(const void* d_in, void* d_out, float* d_scratch, DType type, long long slices,
                                long long ny, long long nx, const float* h_row, const float* h_column,
                                const float* d_row, const float* d_column, int ksize, Border b, cudaStream_t stream,
@@ -46,7 +46,7 @@ void launch_convolve_separable(const void* d_in, void* d_out, float* d_scratch, 
 [[nodiscard]] std::vector<std::string> convolve_methods(int ksize);
 /// Separable kernels that exist for this size ("two_pass", "fused8", ...).
 [[nodiscard]] std::vector<std::string> separable_methods(int ksize);
-/// Whether the policy's separable method for this size uses the fp32 scratch image.
-[[nodiscard]] bool separable_needs_scratch(int ksize);
+/// Whether the policy's separable method for this size and number of pixels uses the fp32 scratch image.
+[[nodiscard]] bool separable_needs_scratch(int ksize, long long pixels);
 
 }  // namespace weft::filters::gpu

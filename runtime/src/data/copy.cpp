@@ -19,7 +19,18 @@ void copy_bytes(void* dst, Memory to, const void* src, Memory from, std::size_t 
     return;
   }
 #ifdef WEFT_HAVE_CUDA
-  // Unified addressing: cudaMemcpyDefault tells host, device and peer copies apart by address.
+  // Two GPUs: a peer copy. Arrays come from stream-ordered pools, which other devices may not
+  // access, and cudaMemcpyDefault between two such pools fails (cudaErrorInvalidValue, seen with
+  // 4 GPUs in one process); cudaMemcpyPeer copies them (staged by the driver when needed).
+  if (!to.is_host() && !from.is_host() && to.device_index != from.device_index) {
+    if (stream)
+      WEFT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to.device_index, src, from.device_index, bytes,
+                                          static_cast<cudaStream_t>(stream)));
+    else
+      WEFT_CUDA_CHECK(cudaMemcpyPeer(dst, to.device_index, src, from.device_index, bytes));
+    return;
+  }
+  // Otherwise unified addressing: cudaMemcpyDefault tells host and device copies apart by address.
   if (stream)
     WEFT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
   else

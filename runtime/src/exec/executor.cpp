@@ -478,6 +478,21 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
       chosen.clear();
       break;
     }
+  if (chosen.empty()) return chosen;
+  // Every rank joins the communicator, each on its own physical GPU (NCCL refuses two ranks on one
+  // GPU: "invalid usage"): ranks without NCCL edges take a GPU no other rank uses, else no NCCL.
+  std::set<std::pair<std::string, std::string>> used;  // (host, GPU UUID)
+  auto key = [&](int rank, int device) {
+    return std::make_pair(cluster.ranks[rank].host, cluster.ranks[rank].gpus.at(device).uuid);
+  };
+  for (int r = 0; r < cluster.size(); ++r)
+    if (device_of_rank[r] >= 0 && !used.insert(key(r, device_of_rank[r])).second) return {};
+  for (int r = 0; r < cluster.size(); ++r) {
+    if (device_of_rank[r] >= 0) continue;
+    for (int d = 0; d < static_cast<int>(cluster.ranks[r].gpus.size()) && device_of_rank[r] < 0; ++d)
+      if (used.insert(key(r, d)).second) device_of_rank[r] = d;
+    if (device_of_rank[r] < 0) return {};
+  }
   return chosen;
 }
 
@@ -652,7 +667,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     nccl_edges = choose_nccl_edges(plan, env->cluster(), device_of_rank);
     run.nccl_edges = static_cast<int>(nccl_edges.size());
     if (!nccl_edges.empty())
-      detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank] < 0 ? 0 : device_of_rank[run.rank]);
+      detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank]);
   }
   const bool distributed = env && env->distributed() && env->size() > 1;
   if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace

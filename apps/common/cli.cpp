@@ -44,7 +44,17 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
        "on: copies and kernels of different tokens overlap; off: every step is synchronous")
       ("config", po::value(&c.config), "read further options from this file (one 'option = value' per line)")
       ("log-level", po::value(&c.log_level)->default_value(c.log_level), "trace, debug, info, warn, error or off")
-      ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar");
+      ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar")
+      ("migratable", po::value(&c.migratable)->composing(),
+       "let the tasks matching this glob move between places while running (repeatable; default '*' when "
+       "--ctl, --drain or --balance is given)")
+      ("drain", po::value(&c.drain)->composing(), "move every migratable task off this place at the start, e.g. rank:1/gpu:0 (repeatable)")
+      ("ctl", po::value(&c.ctl), "control file rank 0 follows for `weft ctl` commands (default: $WEFT_CTL)")
+      ("balance", po::value(&c.balance)->default_value(c.balance),
+       "load balancer over the migratable tasks: off, greedy (one move per period) or refine (several)")
+      ("balance-period", po::value(&c.balance_period)->default_value(c.balance_period, "1"), "seconds between balancer decisions")
+      ("balance-threshold", po::value(&c.balance_threshold)->default_value(c.balance_threshold, "0.1"),
+       "move when the predicted gain exceeds this share of the iteration time");
   desc.add(common);
 }
 

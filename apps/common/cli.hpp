@@ -40,7 +40,8 @@ struct GraphRegistrar {
 };
 [[nodiscard]] const std::vector<AppGraph>& app_graphs();
 
-/// Options every application accepts (--devices, --mapping, --trace, --overlap, --config, --log-level).
+/// Options every application accepts (--devices, --mapping, --trace, --overlap, --config, --log-level,
+/// and the migration ones: --migratable, --drain, --ctl, --balance, --balance-period, --balance-threshold).
 struct CommonOptions {
   std::string devices = "auto";   ///< cpu | gpu | all | auto (all GPUs if any, else CPUs)
   std::string mapping;            ///< YAML mapping file, empty: automatic
@@ -50,6 +51,12 @@ struct CommonOptions {
   std::string config;             ///< config file with option=value lines
   std::string log_level = "info";
   bool progress = true;           ///< progress bar on a terminal
+  std::vector<std::string> migratable;  ///< task-name globs that may migrate (--migratable)
+  std::vector<std::string> drain;       ///< places evacuated at the start (--drain)
+  std::string ctl;                ///< control file rank 0 follows (--ctl, default $WEFT_CTL)
+  std::string balance = "off";    ///< off | greedy | refine
+  double balance_period = 1.0;    ///< seconds
+  double balance_threshold = 0.1;
 };
 void add_common_options(po::options_description& desc, CommonOptions& common);
 
@@ -61,9 +68,9 @@ void add_common_options(po::options_description& desc, CommonOptions& common);
                          const po::positional_options_description* positional = nullptr);
 
 /// Maps the graph (Graph::place > --mapping FILE > the application's `defaults` > automatic
-/// mapper over --devices), runs it with --overlap, writes --trace and --write-mapping if asked,
-/// and returns the run's statistics. Rethrows the first task error. Must be called on every rank
-/// (each builds the same graph).
+/// mapper over --devices), runs it with --overlap and the migration options, writes --trace and
+/// --write-mapping (the effective mapping, after migrations) if asked, and returns the run's
+/// statistics. Rethrows the first task error. Must be called on every rank (each builds the same graph).
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4,
                          const std::vector<const weft::Mapper*>& defaults = {});
 

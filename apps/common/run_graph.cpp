@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -34,22 +35,42 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
   Mapping mapping = map_graph(graph, cluster, mappers);
   auto log = logger("app");
   for (const auto& [task, place] : mapping.places()) log->debug("{} -> {}", task, place.str());
-  if (!common.write_mapping.empty() && rank == 0) {
-    std::string tmp = common.write_mapping + ".tmp";
-    {
-      std::ofstream out(tmp);
-      if (!out) throw IoError("--write-mapping: cannot write '" + common.write_mapping + "'");
-      out << mapping.to_yaml(cluster.size());
-    }
-    std::rename(tmp.c_str(), common.write_mapping.c_str());
-  }
   ExecutorOptions options;
   options.channel_capacity = channel_capacity;
   options.overlap = common.overlap == "on";
   options.trace_file = common.trace;
+  options.migratable = common.migratable;
+  for (const auto& d : common.drain) {
+    try {
+      options.drain.push_back(Place::parse(d));
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--drain: ") + e.what());
+    }
+  }
+  options.control_file = common.ctl;
+  if (options.control_file.empty())
+    if (const char* env_ctl = std::getenv("WEFT_CTL"); env_ctl && *env_ctl) options.control_file = env_ctl;
+  if (common.balance != "off" && common.balance != "greedy" && common.balance != "refine")
+    throw ConfigError("--balance: expected off, greedy or refine, got '" + common.balance + "'");
+  if (common.balance_period <= 0)
+    throw ConfigError("--balance-period: must be positive, got " + std::to_string(common.balance_period));
+  options.balance = common.balance;
+  options.balance_period = common.balance_period;
+  options.balance_threshold = common.balance_threshold;
+  if (options.migratable.empty() && (!options.control_file.empty() || !options.drain.empty() || options.balance != "off"))
+    options.migratable.push_back("*");
   Executor executor(options);
   RunHandle run = executor.run(graph, mapping);
   run.wait();
+  if (!common.write_mapping.empty() && rank == 0) {  // where the tasks ended, after migrations
+    std::string tmp = common.write_mapping + ".tmp";
+    {
+      std::ofstream out(tmp);
+      if (!out) throw IoError("--write-mapping: cannot write '" + common.write_mapping + "'");
+      out << run.effective_mapping().to_yaml(cluster.size());
+    }
+    std::rename(tmp.c_str(), common.write_mapping.c_str());
+  }
   return run.stats();
 }
 

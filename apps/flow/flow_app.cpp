@@ -3,6 +3,7 @@
 
 #include "common/cli.hpp"
 #include "flow_graph.hpp"
+#include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::cli {
@@ -12,12 +13,13 @@ using flow::FlowParams;
 
 const char* const kUsage =
     "usage: weft flow --method hs|tvl1|clg --frames A.png B.png [C.png ...] --output flow.flo|flows.h5\n"
-    "                 [--input video.h5:/frames] [--precision fp32|fp16] [--png flow.png] [method options]\n"
+    "                 [--input video.h5:/frames] [--precision fp32|fp16] [--png flow.png] [--farm N] [method options]\n"
     "Optical flow from each frame to the next. A pair writes a Middlebury .flo file; a sequence or\n"
-    "video writes HDF5 dataset /flow [T-1, H, 2W] (u, v interleaved per pixel). Frames are PNG or PGM\n"
-    "(colour converted to grey) or an HDF5 video [T,H,W]. Unset method options take the method's\n"
-    "defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15, theta 0.3, zoom 0.5, 5 scales, 5 warps,\n"
-    "epsilon 0.01, 300 iterations).";
+    "video writes HDF5 dataset /flow f32 [T-1, H, W, 2] ((u, v) per pixel). Frames are PNG or PGM\n"
+    "(colour converted to grey) or an HDF5 video [T,H,W]. A sequence is farmed over every GPU of\n"
+    "every rank (under mpirun too): frames are read once on rank 0, flows written there in order.\n"
+    "Unset method options take the method's defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15,\n"
+    "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30).";
 
 void set_if(const po::variables_map& vm, const char* key, auto& field) {
   if (vm.count(key)) field = vm[key].as<std::remove_reference_t<decltype(field)>>();
@@ -29,6 +31,7 @@ int flow_main(int argc, char** argv) {
   flow::app::FlowOutput out;
   std::string method = "tvl1", precision = "fp32";
   bool split = false;
+  int farm = 0;
   po::options_description desc("Flow options");
   desc.add_options()
       ("method", po::value(&method)->default_value("tvl1"),
@@ -42,7 +45,8 @@ int flow_main(int argc, char** argv) {
        "GPU storage: fp32, or fp16 (half/half2 images, gradients, duals, tensors; flow kept in float; "
        "intensities normalised to [0,1]). The CPU path always computes in float")
       ("scales", po::value<int>(), "pyramid levels (default 5; fewer if the coarsest would be < 16 px)")
-      ("zoom", po::value<double>(), "size ratio between levels, in (0,1) (default 0.5); Gaussian anti-aliasing sigma 0.6 sqrt(1/zoom^2-1)")
+      ("zoom", po::value<double>(), "size ratio between levels, in (0,1) (default 0.5; bilinear zoom-out)")
+      ("antialias", po::value<double>(), "pyramid anti-aliasing: Gaussian sigma antialias*sqrt(1/zoom^2-1) before each zoom-out (default 0: none, as OpenCV; IPOL: 0.6)")
       ("warps", po::value<int>(), "warps (re-linearisations, bicubic) per level (default 5)")
       ("iterations", po::value<int>(), "most iterations per warp (default tvl1 300, hs/clg 200)")
       ("epsilon", po::value<double>(), "stop a warp when the mean squared flow update < epsilon^2 (default tvl1 0.01, hs/clg 0.001); 0: never")
@@ -54,6 +58,9 @@ int flow_main(int argc, char** argv) {
       ("theta", po::value<double>(), "tvl1: coupling of u and v (default 0.3)")
       ("alpha", po::value<double>(), "hs, clg: smoothness weight alpha (alpha^2 multiplies the regulariser; intensities in [0,255]) (default hs 12, clg 10)")
       ("rho", po::value<double>(), "clg: Gaussian scale of the structure tensor (default 1.5)")
+      ("farm", po::value(&farm)->default_value(0),
+       "replicas of the flow task for a sequence (pairs round-robin, flows written in order): 0 = one per GPU "
+       "of every rank (per rank with --devices cpu), 1 = no farm")
       ("split", po::bool_switch(&split), "split one large frame over GPUs with halo exchange (not yet available)");
   add_common_options(desc, common);
   po::variables_map vm;
@@ -63,6 +70,7 @@ int flow_main(int argc, char** argv) {
   p.precision = flow::parse_precision(precision, "--precision");
   set_if(vm, "scales", p.scales);
   set_if(vm, "zoom", p.zoom);
+  set_if(vm, "antialias", p.antialias);
   set_if(vm, "warps", p.warps);
   set_if(vm, "iterations", p.iterations);
   set_if(vm, "epsilon", p.epsilon);
@@ -76,10 +84,16 @@ int flow_main(int argc, char** argv) {
   set_if(vm, "rho", p.rho);
   flow::validate(p);
   flow::app::check(in, out);
-  Graph g = flow::app::build_graph(in, out, p, common.progress);
+  if (farm < 0) throw ConfigError("weft flow: --farm: expected N >= 0, got " + std::to_string(farm));
+  const Environment* env = Environment::current();
+  const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};
+  const int replicas = flow::app::farm_replicas(farm, cluster, common.devices != "cpu", in.pair_count());
+  Graph g = flow::app::build_graph(in, out, p, common.progress, replicas);
   const RunStats stats = run_graph(g, common);
-  std::fprintf(stderr, "flow: %lld pair(s) with %s/%s in %.3f s -> %s\n", static_cast<long long>(in.pair_count()),
-               method.c_str(), precision.c_str(), stats.seconds, out.path.c_str());
+  if (!env || env->rank() == 0)
+    std::fprintf(stderr, "flow: %lld pair(s) with %s/%s on %d replica(s) in %.3f s -> %s\n",
+                 static_cast<long long>(in.pair_count()), method.c_str(), precision.c_str(), replicas, stats.seconds,
+                 out.path.c_str());
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "flow_graph.hpp"
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "common/cli.hpp"
@@ -78,11 +79,11 @@ class FlowSink : public Task {
     } else {
       if (!writer_) {
         writer_ = std::make_unique<io::H5Writer>(out_.path);
-        writer_->create("/flow", DType::f32, Shape(pairs_, rows, 2 * cols), {1, rows, 2 * cols});
-        writer_->attribute("/flow", "layout", "[pair, y, 2x + c], c = 0: u, c = 1: v (pixels)");
+        writer_->create("/flow", DType::f32, std::vector<std::int64_t>{pairs_, rows, cols, 2}, {1, rows, cols, 2});
+        writer_->attribute("/flow", "layout", "[pair, y, x, c], c = 0: u, c = 1: v (pixels)");
         writer_->attribute("/flow", "method", std::string(method_name(params_.method)));
       }
-      writer_->write_slab("/flow", t, Array::wrap(DType::f32, Shape(1, rows, 2 * cols), h.raw()));
+      writer_->write_slab("/flow", t, h);
     }
     bar_->advance();
   }
@@ -120,15 +121,33 @@ void check(const FlowInput& in, const FlowOutput& out) {
     throw ConfigError("weft flow: --output " + out.path + ": a sequence of " + std::to_string(n) + " frames needs an HDF5 output (.h5)");
 }
 
-Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress) {
+Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress, int replicas) {
+  if (replicas < 1) throw ConfigError("weft flow: --farm: expected N >= 1 replicas, got " + std::to_string(replicas));
   Graph g;
   auto& src = g.add<PairSource>(in);
-  auto& flow = g.add<OpticalFlow>(params);
   auto& sink = g.add<FlowSink>(out, in.pair_count(), params, progress);
-  g.connect(src.frame0, flow.frame0);
-  g.connect(src.frame1, flow.frame1);
-  g.connect(flow.flow, sink.flow);
+  if (replicas == 1) {
+    auto& flow = g.add<OpticalFlow>(params);
+    g.connect(src.frame0, flow.frame0);
+    g.connect(src.frame1, flow.frame1);
+    g.connect(flow.flow, sink.flow);
+    return g;
+  }
+  // Frames are read once on the source's rank; pair k goes to replica k mod N and the gather
+  // hands the flows to the sink in pair order.
+  const Farm farm = g.add_farm("flow", replicas, [&](int i) {
+    return std::make_unique<OpticalFlow>(params, "flow." + std::to_string(i));
+  });
+  g.connect(src.frame0, farm.in(0));
+  g.connect(src.frame1, farm.in(1));
+  g.connect(farm.out(0), sink.flow);
   return g;
+}
+
+int farm_replicas(int requested, const Cluster& cluster, bool use_gpus, std::int64_t pairs) {
+  if (requested > 0) return requested;
+  const int places = use_gpus && cluster.gpu_count() > 0 ? cluster.gpu_count() : cluster.size();
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(places, pairs)));
 }
 
 }  // namespace weft::flow::app

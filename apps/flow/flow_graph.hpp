@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/exec/environment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/tasks/flow/params.hpp"
 
@@ -17,7 +18,7 @@ struct FlowInput {
   [[nodiscard]] std::int64_t pair_count() const { return frame_count() - 1; }
 };
 
-/// Where the flow goes: .flo (one pair) or HDF5 [T-1, H, 2W] (u, v interleaved), optional PNG.
+/// Where the flow goes: .flo (one pair) or HDF5 /flow [T-1, H, W, 2] (u, v), optional PNG.
 struct FlowOutput {
   std::string path;
   std::string png;  ///< Middlebury colour coding of the first pair's flow, empty: none
@@ -27,6 +28,13 @@ struct FlowOutput {
 /// Checks input and output (files exist, sizes agree, formats) and throws ConfigError otherwise.
 void check(const FlowInput& in, const FlowOutput& out);
 
-[[nodiscard]] Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress);
+/// frames -> OpticalFlow "flow" -> sink; with replicas > 1 a farm "flow.0" .. "flow.<N-1>" (between
+/// "flow.scatter" and "flow.gather") computes the pairs, flows still written in pair order.
+[[nodiscard]] Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress,
+                                int replicas = 1);
+
+/// Farm size: `requested` if > 0, else one replica per GPU of every rank (`use_gpus`) or per rank,
+/// at most one per pair.
+[[nodiscard]] int farm_replicas(int requested, const Cluster& cluster, bool use_gpus, std::int64_t pairs);
 
 }  // namespace weft::flow::app

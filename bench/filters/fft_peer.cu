@@ -1,5 +1,3 @@
-#include <cufft.h>
-
 #include <stdexcept>
 #include <string>
 
@@ -21,31 +19,32 @@ __global__ void multiply_kernel(cufftComplex* a, const cufftComplex* b, long lon
 
 }  // namespace
 
-double fft_convolve_ms(const float* d_in, float* d_out, int ny, int nx, int ksize, int reps, cudaStream_t stream) {
+FftConvolver::~FftConvolver() {
+  if (forward_) cufftDestroy(forward_);
+  if (inverse_) cufftDestroy(inverse_);
+  cudaFree(d_image_);
+  cudaFree(d_kernel_);
+}
+
+void FftConvolver::run(const float* d_in, float* d_out, int ny, int nx, cudaStream_t stream) {
   const long long spectrum = static_cast<long long>(ny) * (nx / 2 + 1);
-  cufftComplex* d_image = nullptr;
-  cufftComplex* d_kernel = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&d_image, spectrum * sizeof(cufftComplex)));
-  WEFT_CUDA_CHECK(cudaMalloc(&d_kernel, spectrum * sizeof(cufftComplex)));
-  WEFT_CUDA_CHECK(cudaMemset(d_kernel, 0, spectrum * sizeof(cufftComplex)));  // spectrum content is irrelevant to time
-  cufftHandle forward, inverse;
-  check_fft(cufftPlan2d(&forward, ny, nx, CUFFT_R2C), "plan R2C");
-  check_fft(cufftPlan2d(&inverse, ny, nx, CUFFT_C2R), "plan C2R");
-  check_fft(cufftSetStream(forward, stream), "set stream");
-  check_fft(cufftSetStream(inverse, stream), "set stream");
-  (void)ksize;  // the FFT cost does not depend on the kernel size
+  if (ny != ny_ || nx != nx_) {
+    if (ny_ != 0) throw std::runtime_error("FftConvolver: one image size per object");
+    WEFT_CUDA_CHECK(cudaMalloc(&d_image_, spectrum * sizeof(cufftComplex)));
+    WEFT_CUDA_CHECK(cudaMalloc(&d_kernel_, spectrum * sizeof(cufftComplex)));
+    WEFT_CUDA_CHECK(cudaMemset(d_kernel_, 0, spectrum * sizeof(cufftComplex)));  // content irrelevant to time
+    check_fft(cufftPlan2d(&forward_, ny, nx, CUFFT_R2C), "plan R2C");
+    check_fft(cufftPlan2d(&inverse_, ny, nx, CUFFT_C2R), "plan C2R");
+    ny_ = ny, nx_ = nx;
+  }
+  check_fft(cufftSetStream(forward_, stream), "set stream");
+  check_fft(cufftSetStream(inverse_, stream), "set stream");
   const float scale = 1.0f / (static_cast<float>(ny) * nx);
-  const double ms = time_ms(reps, stream, [&] {
-    check_fft(cufftExecR2C(forward, const_cast<float*>(d_in), d_image), "R2C");
-    multiply_kernel<<<static_cast<unsigned>((spectrum + 255) / 256), 256, 0, stream>>>(d_image, d_kernel, spectrum,
-                                                                                       scale);
-    check_fft(cufftExecC2R(inverse, d_image, d_out), "C2R");
-  });
-  cufftDestroy(forward);
-  cufftDestroy(inverse);
-  WEFT_CUDA_CHECK(cudaFree(d_image));
-  WEFT_CUDA_CHECK(cudaFree(d_kernel));
-  return ms;
+  check_fft(cufftExecR2C(forward_, const_cast<float*>(d_in), d_image_), "R2C");
+  multiply_kernel<<<static_cast<unsigned>((spectrum + 255) / 256), 256, 0, stream>>>(d_image_, d_kernel_, spectrum,
+                                                                                     scale);
+  WEFT_CUDA_CHECK(cudaGetLastError());
+  check_fft(cufftExecC2R(inverse_, d_image_, d_out), "C2R");
 }
 
 }  // namespace weft::filters::bench

@@ -1,18 +1,23 @@
-// Filters benchmark: device copy bandwidth first (cudaMemcpy D2D, bytes read + written), then MP/s
-// of median 3/5/7 (u8) and convolution 3..55 (f32, full and separable), kernel only and with
-// H2D + D2H from pinned memory, at 512² to 8192²; peers: NPP (if built) and cuFFT; the seed's
-// figure (Perrot median 3×3: 1854 MP/s, 4096² 8-bit with transfers, C2070). Writes filters.json.
+// Filters benchmark: device copy bandwidth first (cudaMemcpy D2D, bytes read + written), then, at
+// 512² to 8192², every method of median 3/5/7 (u8), convolution 3..55 (f32, full and separable)
+// and the policy's choice ("auto", also with H2D + D2H from pinned memory), each timed as one
+// launch between events and as a batch of back-to-back launches (throughput); peers NPP (if
+// built, same two timings) and cuFFT; the seed's figure (Perrot median 3×3: 1854 MP/s, 4096²
+// 8-bit with transfers, C2070). Prints the fastest method per filter and size (the values for the
+// policies in tasks/filters/cuda/filters_gpu.cuh) and writes filters.json, even when a peer fails.
 // Usage: filters_bench [--quick]   (--quick: 512² and 2048² only)
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "gpu.hpp"
 #include "peers.hpp"
 #include "result.hpp"
-#include "gpu.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/filters/cuda.hpp"
 
@@ -21,7 +26,9 @@ namespace {
 using namespace weft;
 using namespace weft::filters::bench;
 
-constexpr int kReps = 10;
+constexpr int kReps = 10;       // single launches
+constexpr int kBatch = 20;      // launches per batch (fewer for slow kernels, see batch_ms)
+constexpr int kBatchReps = 3;
 
 struct Buffers {
   void* d_in = nullptr;
@@ -31,11 +38,22 @@ struct Buffers {
   void* h_out = nullptr;
 };
 
+/// One timed (filter, size, method): MP/s of a single launch and of a batch.
 struct Row {
-  std::string filter;
+  std::string filter, method;
   int n = 0;
-  double kernel_mps = 0, with_transfers_mps = 0, floor_fraction = 0, npp_mps = 0, fft_mps = 0;
+  double single_mps = 0, batch_mps = 0, with_transfers_mps = 0, floor_fraction = 0;
 };
+
+/// Time per launch (ms) of batches of back-to-back launches: kBatch, or fewer so that a batch
+/// stays near 20 ms for slow kernels.
+double batch_ms(double single_ms, cudaStream_t stream, const std::function<void()>& launch) {
+  const int count = std::clamp(static_cast<int>(20.0 / std::max(single_ms, 1e-3)), 2, kBatch);
+  return time_ms(kBatchReps, stream, [&] {
+           for (int i = 0; i < count; ++i) launch();
+         }) /
+         count;
+}
 
 }  // namespace
 
@@ -61,109 +79,172 @@ int main(int argc, char** argv) {
   WEFT_CUDA_CHECK(cudaMallocHost(&b.h_out, max_bytes));
   std::memset(b.h_in, 0x3c, max_bytes);
   WEFT_CUDA_CHECK(cudaMemcpy(b.d_in, b.h_in, max_bytes, cudaMemcpyHostToDevice));
+  const std::vector<float> h_weights(64 * 64, 1.0f / (55 * 55));
   float* d_weights = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&d_weights, 64 * 64 * sizeof(float)));
-  {
-    std::vector<float> w(64 * 64, 1.0f / (55 * 55));
-    WEFT_CUDA_CHECK(cudaMemcpy(d_weights, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
-  }
+  WEFT_CUDA_CHECK(cudaMalloc(&d_weights, h_weights.size() * sizeof(float)));
+  WEFT_CUDA_CHECK(
+      cudaMemcpy(d_weights, h_weights.data(), h_weights.size() * sizeof(float), cudaMemcpyHostToDevice));
 
   std::vector<Row> rows;
-  std::vector<std::string> peer_errors;  // a failing peer is recorded, not fatal
-  auto measure = [&](const std::string& name, int n, std::size_t elem, auto&& launch) {
-    Row row{name, n};
-    const double mp = double(n) * n / 1e6;
-    const std::size_t bytes = std::size_t(n) * n * elem;
-    const double k_ms = time_ms(kReps, stream, launch);
-    const double t_ms = time_ms(kReps, stream, [&] {
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(b.d_in, b.h_in, bytes, cudaMemcpyHostToDevice, stream));
-      launch();
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(b.h_out, b.d_out, bytes, cudaMemcpyDeviceToHost, stream));
-    });
-    row.kernel_mps = mp / (k_ms * 1e-3);
-    row.with_transfers_mps = mp / (t_ms * 1e-3);
-    row.floor_fraction = (2.0 * bytes / bandwidth) / (k_ms * 1e-3);  // floor time / measured time
-    return row;
+  std::vector<std::string> errors;  // a failing method or peer is recorded, not fatal
+  // Times `launch` (our kernels: bytes = n² elements read + written; peers over `interior_mp`).
+  auto measure = [&](const std::string& filter, const std::string& method, int n, std::size_t elem,
+                     double mp, bool transfers, const std::function<void()>& launch) {
+    Row row{filter, method, n};
+    try {
+      const double single = time_ms(kReps, stream, launch);
+      const double batch = batch_ms(single, stream, launch);
+      row.single_mps = mp / (single * 1e-3);
+      row.batch_mps = mp / (batch * 1e-3);
+      row.floor_fraction = (2.0 * double(n) * n * elem / bandwidth) / (batch * 1e-3);
+      if (transfers) {
+        const std::size_t bytes = std::size_t(n) * n * elem;
+        const double t = time_ms(kReps, stream, [&] {
+          WEFT_CUDA_CHECK(cudaMemcpyAsync(b.d_in, b.h_in, bytes, cudaMemcpyHostToDevice, stream));
+          launch();
+          WEFT_CUDA_CHECK(cudaMemcpyAsync(b.h_out, b.d_out, bytes, cudaMemcpyDeviceToHost, stream));
+        });
+        row.with_transfers_mps = mp / (t * 1e-3);
+      }
+      std::printf("  %-16s %-10s %5d  %9.0f MP/s single  %9.0f MP/s batch  %4.0f%% of floor\n", filter.c_str(),
+                  method.c_str(), n, row.single_mps, row.batch_mps, 100 * row.floor_fraction);
+      std::fflush(stdout);
+      rows.push_back(row);
+    } catch (const std::exception& e) {
+      errors.push_back(filter + " " + method + " " + std::to_string(n) + ": " + e.what());
+      std::printf("  %-16s %-10s %5d  failed: %s\n", filter.c_str(), method.c_str(), n, e.what());
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
   };
+  const filters::Border clamp = filters::Border::clamp;
 
   for (int n : sizes) {
+    std::printf("-- %d x %d\n", n, n);
+    const double mp = double(n) * n / 1e6;
     for (int k : median_sizes) {
-      Row row = measure("median" + std::to_string(k) + "x" + std::to_string(k) + " u8", n, 1, [&] {
-        filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, filters::Border::clamp, stream);
-      });
+      const std::string filter = "median" + std::to_string(k) + "x" + std::to_string(k) + " u8";
+      std::vector<std::string> methods = filters::gpu::median_methods(DType::u8, k, false);
+      methods.insert(methods.begin(), "auto");
+      for (const std::string& m : methods)
+        measure(filter, m, n, 1, mp, m == "auto", [&] {
+          filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, clamp, stream,
+                                      m == "auto" ? std::string_view{} : std::string_view(m));
+        });
 #if defined(WEFT_HAVE_NPP)
-      const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;
-      try {
-        row.npp_mps = interior / (npp_median_ms(static_cast<const std::uint8_t*>(b.d_in),
-                                                static_cast<std::uint8_t*>(b.d_out), n, n, k, kReps, stream) * 1e-3);
-      } catch (const std::exception& e) {
-        peer_errors.push_back(e.what());
-      }
+      const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;  // NPP filters the interior
+      measure(filter, "npp", n, 1, interior, false, [&] {
+        npp_median(static_cast<const std::uint8_t*>(b.d_in), static_cast<std::uint8_t*>(b.d_out), n, n, k, stream);
+      });
 #endif
-      rows.push_back(row);
     }
     for (int k : conv_sizes) {
-      Row row = measure("conv" + std::to_string(k) + "x" + std::to_string(k) + " f32", n, 4, [&] {
-        filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, d_weights, k, filters::Border::clamp,
-                                      stream);
-      });
+      const std::string filter = "conv" + std::to_string(k) + "x" + std::to_string(k) + " f32";
+      std::vector<std::string> methods = filters::gpu::convolve_methods(k);
+      methods.insert(methods.begin(), "auto");
+      for (const std::string& m : methods)
+        measure(filter, m, n, 4, mp, m == "auto", [&] {
+          filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, h_weights.data(), d_weights, k, clamp,
+                                        stream, m == "auto" ? std::string_view{} : std::string_view(m));
+        });
 #if defined(WEFT_HAVE_NPP)
       const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;
-      try {
-        row.npp_mps = interior / (npp_convolve_ms(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n,
-                                                  n, d_weights, k, kReps, stream) * 1e-3);
-      } catch (const std::exception& e) {
-        peer_errors.push_back(e.what());
-      }
-#endif
-      if (k >= 15) {
-        try {
-          row.fft_mps = double(n) * n / 1e6 /
-                        (fft_convolve_ms(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, k,
-                                         kReps, stream) * 1e-3);
-        } catch (const std::exception& e) {
-          peer_errors.push_back(e.what());
-        }
-      }
-      rows.push_back(row);
-      Row sep = measure("separable" + std::to_string(k) + " f32", n, 4, [&] {
-        filters::gpu::launch_convolve_separable(b.d_in, b.d_out, b.d_scratch, DType::f32, 1, n, n, d_weights,
-                                                d_weights, k, filters::Border::clamp, stream);
+      measure(filter, "npp", n, 4, interior, false, [&] {
+        npp_convolve(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, d_weights, k, stream);
       });
-      rows.push_back(sep);
+#endif
+      if (k >= 9) {
+        FftConvolver fft;
+        measure(filter, "cufft", n, 4, mp, false, [&] {
+          fft.run(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, stream);
+        });
+      }
+      const std::string sep = "separable" + std::to_string(k) + " f32";
+      std::vector<std::string> sep_methods = filters::gpu::separable_methods(k);
+      sep_methods.insert(sep_methods.begin(), "auto");
+      for (const std::string& m : sep_methods)
+        measure(sep, m, n, 4, mp, m == "auto", [&] {
+          filters::gpu::launch_convolve_separable(b.d_in, b.d_out, b.d_scratch, DType::f32, 1, n, n,
+                                                  h_weights.data(), h_weights.data(), d_weights, d_weights, k, clamp,
+                                                  stream, m == "auto" ? std::string_view{} : std::string_view(m));
+        });
     }
   }
 
-  std::printf("%-18s %6s %12s %14s %10s %10s %10s\n", "filter", "size", "kernel MP/s", "w/ xfer MP/s",
-              "of floor", "NPP MP/s", "cuFFT MP/s");
+  // The table, the fastest of our methods per (filter, size) by batch throughput, the peers.
   nlohmann::json table = nlohmann::json::array();
-  double median3_min = 1e30, conv7_min = 1e30, npp_ratio_min = 1e30;
-  bool npp_ran = false;
+  std::map<std::pair<std::string, int>, const Row*> best, automatic, npp;
   for (const Row& r : rows) {
-    std::printf("%-18s %6d %12.0f %14.0f %9.0f%% %10.0f %10.0f\n", r.filter.c_str(), r.n, r.kernel_mps,
-                r.with_transfers_mps, 100 * r.floor_fraction, r.npp_mps, r.fft_mps);
-    table.push_back({{"filter", r.filter}, {"n", r.n}, {"kernel_MPps", r.kernel_mps},
-                     {"with_transfers_MPps", r.with_transfers_mps}, {"fraction_of_copy_bandwidth", r.floor_fraction},
-                     {"npp_MPps", r.npp_mps}, {"cufft_MPps", r.fft_mps}});
-    if (r.n >= 2048 && r.filter == "median3x3 u8") median3_min = std::min(median3_min, r.floor_fraction);
-    if (r.n >= 2048 && (r.filter == "conv3x3 f32" || r.filter == "conv5x5 f32" || r.filter == "conv7x7 f32"))
-      conv7_min = std::min(conv7_min, r.floor_fraction);
-    if (r.npp_mps > 0) {
-      npp_ran = true;
-      npp_ratio_min = std::min(npp_ratio_min, r.kernel_mps / r.npp_mps);
+    table.push_back({{"filter", r.filter}, {"method", r.method}, {"n", r.n}, {"single_launch_MPps", r.single_mps},
+                     {"batch_MPps", r.batch_mps}, {"with_transfers_MPps", r.with_transfers_mps},
+                     {"fraction_of_copy_bandwidth", r.floor_fraction}});
+    const auto key = std::make_pair(r.filter, r.n);
+    if (r.method == "npp") npp[key] = &r;
+    else if (r.method == "auto") automatic[key] = &r;
+    else if (r.method != "cufft" && (!best.count(key) || r.batch_mps > best[key]->batch_mps)) best[key] = &r;
+  }
+  std::printf("\n%-16s %6s %-10s %10s %10s %7s | %-10s %10s %10s | %10s %10s\n", "filter", "size", "best", "single",
+              "batch", "floor", "auto", "single", "batch", "NPP single", "NPP batch");
+  nlohmann::json choice = nlohmann::json::array();
+  double median3_min = 1e30, conv7_min = 1e30, npp_single_min = 1e30, npp_batch_min = 1e30;
+  double best_median3_min = 1e30, best_conv7_min = 1e30, best_npp_single_min = 1e30, best_npp_batch_min = 1e30;
+  for (const auto& [key, r] : best) {
+    const Row* a = automatic.count(key) ? automatic[key] : nullptr;
+    const Row* p = npp.count(key) ? npp[key] : nullptr;
+    std::printf("%-16s %6d %-10s %10.0f %10.0f %6.0f%% | %-10s %10.0f %10.0f | %10.0f %10.0f\n", key.first.c_str(),
+                key.second, r->method.c_str(), r->single_mps, r->batch_mps, 100 * r->floor_fraction,
+                a ? "auto" : "-", a ? a->single_mps : 0.0, a ? a->batch_mps : 0.0, p ? p->single_mps : 0.0,
+                p ? p->batch_mps : 0.0);
+    choice.push_back({{"filter", key.first}, {"n", key.second}, {"fastest_method", r->method},
+                      {"fastest_batch_MPps", r->batch_mps}, {"fastest_single_MPps", r->single_mps}});
+    const bool bandwidth_scope = key.second >= 2048;
+    const bool small_conv = key.first == "conv3x3 f32" || key.first == "conv5x5 f32" || key.first == "conv7x7 f32";
+    if (bandwidth_scope && key.first == "median3x3 u8") {
+      best_median3_min = std::min(best_median3_min, r->floor_fraction);
+      if (a) median3_min = std::min(median3_min, a->floor_fraction);
+    }
+    if (bandwidth_scope && small_conv) {
+      best_conv7_min = std::min(best_conv7_min, r->floor_fraction);
+      if (a) conv7_min = std::min(conv7_min, a->floor_fraction);
+    }
+    if (p && p->single_mps > 0) {
+      best_npp_single_min = std::min(best_npp_single_min, r->single_mps / p->single_mps);
+      best_npp_batch_min = std::min(best_npp_batch_min, r->batch_mps / p->batch_mps);
+      if (a) {
+        npp_single_min = std::min(npp_single_min, a->single_mps / p->single_mps);
+        npp_batch_min = std::min(npp_batch_min, a->batch_mps / p->batch_mps);
+      }
     }
   }
+  // Large kernels: the direct method against cuFFT, for the library's FFT threshold.
+  nlohmann::json fft_table = nlohmann::json::array();
+  for (const Row& r : rows)
+    if (r.method == "cufft") {
+      const auto key = std::make_pair(r.filter, r.n);
+      const double direct = best.count(key) ? best[key]->batch_mps : 0.0;
+      fft_table.push_back({{"filter", r.filter}, {"n", r.n}, {"direct_batch_MPps", direct},
+                           {"cufft_batch_MPps", r.batch_mps}, {"fft_faster", r.batch_mps > direct}});
+    }
   result.metric("table", table);
-  if (!peer_errors.empty()) result.metric("peer_errors", peer_errors);
+  result.metric("fastest_method", choice);
+  result.metric("direct_vs_cufft", fft_table);
+  if (!errors.empty()) result.metric("errors", errors);
   result.metric("seed_perrot_median3x3_4096_u8_with_transfers_MPps_C2070", 1854);
-  result.metric("target_scope", "bandwidth targets: minimum over images >= 2048^2, kernel only, "
-                                "bytes = input + output, against the measured D2D copy bandwidth");
+  result.metric("target_scope",
+                "bandwidth targets: minimum over images >= 2048^2 of the policy's choice ('auto'), kernel only "
+                "(batch of back-to-back launches), bytes = input + output, against the measured D2D copy bandwidth; "
+                "NPP: minimum over sizes and filters of auto / NPP, single launches and batches; best_method_*: the "
+                "same with the fastest method per size instead of auto");
+  result.metric("best_method_median3x3_fraction_min", best_median3_min);
+  result.metric("best_method_conv_up_to_7x7_fraction_min", best_conv7_min);
   result.target("median3x3 >= 80% of bandwidth", median3_min, 0.8, true);
   result.target("conv up to 7x7 >= 80% of bandwidth", conv7_min, 0.8, true);
-  if (npp_ran) {
-    result.target("faster than NPP at every size", npp_ratio_min, 1.0, true);
+  if (!npp.empty()) {
+    result.metric("best_method_over_npp_single_min", best_npp_single_min);
+    result.metric("best_method_over_npp_batch_min", best_npp_batch_min);
+    result.target("faster than NPP at every size (single launch)", npp_single_min, 1.0, true);
+    result.target("faster than NPP at every size (batch)", npp_batch_min, 1.0, true);
   } else {
-    result.metric("npp", "not run: NPP libraries not found at build time");
+    result.metric("npp", "not run: NPP libraries not found at build time, or every NPP call failed");
   }
   std::printf("wrote %s\n", result.write().c_str());
   return 0;

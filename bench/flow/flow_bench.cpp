@@ -2,11 +2,18 @@
 // (a) the seed's setting (3 scales x 1 warp x 10 iterations, no median, epsilon 0) and (b) the
 // quality defaults; each against the memory-bandwidth floor of its iterations. EPE and time on the
 // shared pairs, beside OpenCV DualTVL1 on the CPU (bench/results/flow_opencv_cpu.json).
+// Per-stage GPU times (CUDA events) of TV-L1 at every size: where the time goes.
 // Usage: flow_bench [--quick]   (--quick: 640x480 and the pairs only)
+//        flow_bench --farm [PAIRS]   video farm over every GPU of this process against one GPU
+//                                    (1920x1080, TV-L1 defaults): bench/results/flow_farm.json
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,8 +24,10 @@
 #include "result.hpp"
 #include "gpu.hpp"
 #include "weft/cuda.hpp"
+#include "weft/exec/executor.hpp"
 #include "weft/tasks/flow/colour.hpp"
 #include "weft/tasks/flow/flow.hpp"
+#include "weft/tasks/flow/task.hpp"
 #include "weft/tasks/io/flo.hpp"
 #include "weft/tasks/io/image.hpp"
 
@@ -67,15 +76,20 @@ double time_ms(const Array& a, const Array& b, const FlowParams& p, int reps, cu
   return bench::median(t);
 }
 
-// Bytes one inner iteration moves per pixel (reads + writes), from the kernels' loads and stores:
-// tvl1: u (float2) r/w, two duals r/w, (Ix,Iy), rho_c; hs/clg: u r/w and 5 tensor planes.
-double bytes_per_pixel_iteration(Method m, Precision p) {
+// Bytes one launch of the iteration kernel moves per pixel (reads + writes), from the kernels'
+// loads and stores: tvl1: u (float2) r/w, two duals r/w, (Ix,Iy), rho_c; hs/clg: u r/w and 5
+// tensor planes. A fused TV-L1 launch (epsilon 0) moves the same for up to kFusedSteps iterations.
+constexpr int kFusedSteps = 5;  // FusedTvl1Policy::steps (tasks/flow/cuda/kernels.cuh)
+double bytes_per_pixel_launch(Method m, Precision p) {
   const double s = p == Precision::fp16 ? 2 : 4;
   return m == Method::tvl1 ? 8 + 8 + 4 * s + 2 * s + s + 4 * s : 8 + 8 + 5 * s;
 }
+int launches(const FlowParams& p, Method m) {
+  return m == Method::tvl1 && p.epsilon == 0 ? (p.iterations + kFusedSteps - 1) / kFusedSteps : p.iterations;
+}
 
 // Floor of the iterations (the pyramid and warps are cheaper and left out): every level, every
-// warp, `iterations` full passes over the level at the measured bandwidth.
+// warp, each launch one full pass over the level's state at the measured bandwidth.
 double floor_ms(int w, int h, const FlowParams& p, Method m, Precision pr, double bandwidth) {
   double pixels = 0;
   int lw = w, lh = h;
@@ -87,7 +101,7 @@ double floor_ms(int w, int h, const FlowParams& p, Method m, Precision pr, doubl
     }
     pixels += double(lw) * lh;
   }
-  return pixels * p.warps * p.iterations * bytes_per_pixel_iteration(m, pr) / bandwidth * 1e3;
+  return pixels * p.warps * launches(p, m) * bytes_per_pixel_launch(m, pr) / bandwidth * 1e3;
 }
 
 FlowParams seed_setting(Method m, Precision pr) {
@@ -106,9 +120,110 @@ constexpr PairFiles kPairs[] = {
     {"SintelEasy", "sintel/easy/frame_0002.png", "sintel/easy/frame_0003.png", "sintel/easy/gt/frame_0002.flo"},
 };
 
+// Mean per-stage milliseconds of `reps` calls (events between stages; each call synchronises).
+flow::StageTimes stage_times(const Array& a, const Array& b, const FlowParams& p, int reps, cudaStream_t s) {
+  flow::StageTimes sum;
+  for (int r = 0; r < reps; ++r) (void)flow::compute_cuda(a, b, p, s, &sum);
+  for (double* v : {&sum.input, &sum.pyramid, &sum.warp, &sum.iterations, &sum.median, &sum.upsample}) *v /= reps;
+  return sum;
+}
+
+// --- Video farm: pairs from host memory through a farm of OpticalFlow replicas, one per GPU.
+using Clock = std::chrono::steady_clock;
+
+class RepeatPairs final : public Task {
+ public:
+  RepeatPairs(std::vector<Array> frames, int pairs) : Task("frames"), frames_(std::move(frames)), pairs_(pairs) {}
+  Out<Array> frame0 = output<Array>("frame0", DType::u8, 2);
+  Out<Array> frame1 = output<Array>("frame1", DType::u8, 2);
+  void run(Context& ctx) override {
+    const auto k = ctx.index();
+    if (k >= static_cast<std::uint64_t>(pairs_)) return ctx.end_stream();
+    ctx.put(frame0, frames_[k % frames_.size()]);
+    ctx.put(frame1, frames_[(k + 1) % frames_.size()]);
+  }
+
+ private:
+  std::vector<Array> frames_;
+  int pairs_;
+};
+
+class Arrivals final : public Task {
+ public:
+  explicit Arrivals(std::shared_ptr<std::vector<Clock::time_point>> times) : Task("sink"), times_(std::move(times)) {}
+  In<Array> flow = input<Array>("flow", DType::f32, 3);
+  void run(Context& ctx) override {
+    (void)ctx.take(flow);
+    times_->push_back(Clock::now());
+  }
+
+ private:
+  std::shared_ptr<std::vector<Clock::time_point>> times_;
+};
+
+// Seconds per pair in the steady state (after the first tenth) with `gpus` replicas on GPUs 0..gpus-1.
+double farm_seconds_per_pair(const std::vector<Array>& frames, const FlowParams& p, int gpus, int pairs) {
+  Graph g;
+  auto& src = g.add<RepeatPairs>(frames, pairs);
+  auto times = std::make_shared<std::vector<Clock::time_point>>();
+  auto& sink = g.add<Arrivals>(times);
+  const Farm farm = g.add_farm("flow", gpus, [&](int i) {
+    return std::make_unique<flow::OpticalFlow>(p, "flow." + std::to_string(i));
+  });
+  g.connect(src.frame0, farm.in(0));
+  g.connect(src.frame1, farm.in(1));
+  g.connect(farm.out(0), sink.flow);
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::host());
+  for (int i = 0; i < gpus; ++i) m.set("flow." + std::to_string(i), Place::cuda(i));
+  Executor ex;
+  ex.run(g, m).wait();
+  const std::size_t skip = times->size() / 10;
+  return std::chrono::duration<double>(times->back() - (*times)[skip]).count() / double(times->size() - 1 - skip);
+}
+
+int farm_main(int argc, char** argv, int pairs) {
+  bench::Result result("flow_farm", argc, argv);
+  int gpus = 0;
+  WEFT_CUDA_CHECK(cudaGetDeviceCount(&gpus));
+  std::vector<Array> frames;
+  for (int k = 0; k < 4; ++k) frames.push_back(texture(1920, 1080, 1.5 * k, 0.7 * k));
+  const FlowParams p = flow::default_params(Method::tvl1);
+  result.metric("gpus", gpus);
+  result.metric("pairs", pairs);
+  result.metric("setting", "tvl1 defaults fp32, 1920x1080 u8 frames from host memory, replicas flow.<i> on gpu:i");
+  nlohmann::json rows = nlohmann::json::array();
+  double one = 0, all = 0;
+  std::vector<int> counts{1};
+  for (int n = 2; n < gpus; n *= 2) counts.push_back(n);
+  if (gpus > 1) counts.push_back(gpus);
+  for (int n : counts) {
+    try {
+      const double sp = farm_seconds_per_pair(frames, p, n, pairs * n);
+      std::printf("farm over %d GPU(s): %.2f ms per pair, %.1f pairs/s\n", n, 1e3 * sp, 1.0 / sp);
+      std::fflush(stdout);
+      rows.push_back({{"gpus", n}, {"ms_per_pair", 1e3 * sp}, {"pairs_per_second", 1.0 / sp}});
+      if (n == 1) one = sp;
+      if (n == gpus) all = sp;
+    } catch (const std::exception& e) {
+      std::printf("farm over %d GPU(s) failed: %s\n", n, e.what());
+      rows.push_back({{"gpus", n}, {"error", e.what()}});
+    }
+  }
+  result.metric("farm", rows);
+  if (one > 0 && all > 0 && gpus > 1) {
+    result.metric("speedup_all_gpus", one / all);
+    std::printf("speedup %d GPUs over 1: %.2fx (target %.1fx for 4)\n", gpus, one / all, 0.9 * gpus);
+    if (gpus == 4) result.target("farm_4gpu_speedup", one / all, 3.6, true);
+  }
+  std::printf("wrote %s\n", result.write().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--farm") == 0) return farm_main(argc, argv, argc > 2 ? std::atoi(argv[2]) : 40);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   bench::Result result("flow", argc, argv);
   cudaStream_t s;
@@ -134,7 +249,16 @@ int main(int argc, char** argv) {
           FlowParams p = setting == 0 ? seed_setting(m, pr) : flow::default_params(m);
           p.precision = pr;
           const int reps = setting == 0 ? 10 : (r.w > 2000 ? 2 : 3);
-          const double ms = time_ms(a, b, p, reps, s);
+          double ms = 0;
+          try {
+            ms = time_ms(a, b, p, reps, s);
+          } catch (const std::exception& e) {
+            std::printf("%s %s %s: failed: %s\n", std::string(flow::method_name(m)).c_str(),
+                        std::string(flow::precision_name(pr)).c_str(), r.name, e.what());
+            table.push_back({{"method", flow::method_name(m)}, {"precision", flow::precision_name(pr)},
+                             {"size", r.name}, {"error", e.what()}});
+            continue;
+          }
           const double fl = floor_ms(r.w, r.h, p, m, pr, bw);
           const char* sname = setting == 0 ? "seed" : "defaults";
           std::printf("%-5s %-5s %-10s %-8s %10.3f %10.3f %8.2f%s\n", std::string(flow::method_name(m)).c_str(),
@@ -148,6 +272,36 @@ int main(int argc, char** argv) {
         }
       }
   result.metric("times", table);
+  std::fflush(stdout);
+
+  // Where the time goes: TV-L1 per stage at the seed's setting and at the defaults.
+  nlohmann::json stages = nlohmann::json::array();
+  std::printf("\n%-5s %-10s %-8s %8s %8s %8s %8s %8s %8s %8s\n", "prec", "size", "setting", "input", "pyramid", "warp",
+              "iterate", "median", "upsample", "total");
+  for (Precision pr : {Precision::fp32, Precision::fp16})
+    for (const auto& r : sizes)
+      for (int setting = 0; setting < 2; ++setting) {
+        try {
+          const Array a = upload(texture(r.w, r.h, 0, 0), s), b = upload(texture(r.w, r.h, 1.5, 0.7), s);
+          FlowParams p = setting == 0 ? seed_setting(Method::tvl1, pr) : flow::default_params(Method::tvl1);
+          p.precision = pr;
+          (void)flow::compute_cuda(a, b, p, s);  // warm-up
+          const flow::StageTimes t = stage_times(a, b, p, setting == 0 ? 10 : 2, s);
+          const double total = t.input + t.pyramid + t.warp + t.iterations + t.median + t.upsample;
+          const char* sname = setting == 0 ? "seed" : "defaults";
+          std::printf("%-5s %-10s %-8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n",
+                      std::string(flow::precision_name(pr)).c_str(), r.name, sname, t.input, t.pyramid, t.warp,
+                      t.iterations, t.median, t.upsample, total);
+          stages.push_back({{"method", "tvl1"}, {"precision", flow::precision_name(pr)}, {"size", r.name},
+                            {"setting", sname}, {"input_ms", t.input}, {"pyramid_ms", t.pyramid}, {"warp_ms", t.warp},
+                            {"iterations_ms", t.iterations}, {"median_ms", t.median}, {"upsample_ms", t.upsample},
+                            {"total_ms", total}});
+        } catch (const std::exception& e) {
+          std::printf("stages %s %s failed: %s\n", std::string(flow::precision_name(pr)).c_str(), r.name, e.what());
+        }
+        std::fflush(stdout);
+      }
+  result.metric("tvl1_stages_ms", stages);
 
   // Shared pairs: EPE and time at the defaults and the seed's setting, beside OpenCV.
   nlohmann::json peer;
@@ -172,7 +326,13 @@ int main(int argc, char** argv) {
           FlowParams p = setting == 0 ? seed_setting(m, pr) : flow::default_params(m);
           p.precision = pr;
           Array f;
-          const double ms = time_ms(a, b, p, 3, s, &f);
+          double ms = 0;
+          try {
+            ms = time_ms(a, b, p, 3, s, &f);
+          } catch (const std::exception& e) {
+            std::printf("%s %s failed: %s\n", pf.name, std::string(flow::method_name(m)).c_str(), e.what());
+            continue;
+          }
           const double epe = flow::endpoint_error(f.to_host(), truth);
           const char* sname = setting == 0 ? "seed" : "defaults";
           std::printf("%-12s %-5s %-5s %-8s %8.3f %10.3f %10.3f %10.1f\n", pf.name, std::string(flow::method_name(m)).c_str(),

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,128 @@ TEST_F(FiltersGpu, BlockedConvolutionMatchesOnInteriorAndEdgeBlocks) {
             ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
                 << describe(in, size, b) << " at " << i << ": " << get(out, i) << " vs " << ref[i];
         }
+}
+
+/// Random kernel of size² weights with Σ|w| = 1 (signed for f32 images).
+std::vector<float> random_kernel(int size, bool is_signed, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(is_signed ? -1.0f : 0.0f, 1.0f);
+  std::vector<float> k(static_cast<std::size_t>(size) * size);
+  float sum = 0;
+  for (float& v : k) sum += std::abs(v = u(rng));
+  for (float& v : k) v /= sum;
+  return k;
+}
+
+// Every median method forced through the raw launcher (names from median_methods): strips of
+// 16 u8 / 8 u16 pixels × 1..8 rows in blocks of 32 strips, so widths sweep the strip and the
+// 16-byte fast path (aligned widths) ±1 and the block of strips, heights the row groups ±1, odd.
+TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
+  std::uint32_t seed = 500;
+  for (DType t : {DType::u8, DType::u16})
+    for (int size : {3, 5, 7})
+      for (const std::string& method : gpu::median_methods(t, size, false))
+        for (const Shape& s : {Shape(1, 1), Shape(2, 17), Shape(9, 48), Shape(17, 33), Shape(16, 528), Shape(33, 1040),
+                               Shape(3, 7, 64)})
+          for (Border b : kBorders) {
+            const Array in = test::random_array(t, s, seed % 2 ? 4.0 : (t == DType::u8 ? 256.0 : 65536.0), seed);
+            ++seed;
+            const Array d_in = to_device(in);
+            Array d_out = Array::device(t, s, 0, stream_);
+            const bool planar3 = s.ndim() == 3;
+            gpu::launch_median(d_in.raw(), d_out.raw(), t, planar3 ? s[0] : 1, s[planar3 ? 1 : 0], s[planar3 ? 2 : 1],
+                               size, false, b, stream_, method);
+            const Array out = to_host(d_out);
+            for (std::int64_t z = 0; z < (planar3 ? s[0] : 1); ++z) {  // 3D arrays: plane by plane
+              const std::int64_t plane = s[s.ndim() - 2] * s[s.ndim() - 1];
+              Array one = Array::host(t, Shape(s[s.ndim() - 2], s[s.ndim() - 1]));
+              std::memcpy(one.raw(), static_cast<const char*>(in.raw()) + z * plane * dtype_size(t), one.bytes());
+              const std::vector<double> ref = test::median_reference(one, size, b);
+              for (std::int64_t i = 0; i < plane; ++i)
+                ASSERT_EQ(get(out, z * plane + i), ref[i])
+                    << describe(in, size, b) << " method " << method << " at " << z * plane + i;
+            }
+          }
+}
+
+// Every convolution method (tile, blocked, streaming with 4/8/16 rows, cuFFT): warps of 128
+// columns, so widths sweep the warp ±1, the ±r halo of the shuffle path (inside warps need
+// r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups.
+TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
+  std::uint32_t seed = 700;
+  for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
+    for (int size : {1, 3, 5, 7, 9, 21})
+      for (const std::string& method : gpu::convolve_methods(size))
+        for (const Shape& s : {Shape(1, 1), Shape(5, 127), Shape(16, 128), Shape(17, 129), Shape(33, 260),
+                               Shape(70, 388), Shape(2, 19, 264)})
+          for (Border b : kBorders) {
+            if (size > 9 && s[s.ndim() - 1] < 200) continue;  // large kernels: the wide images
+            const std::vector<float> k = random_kernel(size, t == DType::f32, seed);
+            const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
+            const Array d_in = to_device(in);
+            const Array d_k = to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())),
+                                                    const_cast<float*>(k.data())));
+            Array d_out = Array::device(t, s, 0, stream_);
+            const bool planar3 = s.ndim() == 3;
+            gpu::launch_convolve(d_in.raw(), d_out.raw(), t, planar3 ? s[0] : 1, s[planar3 ? 1 : 0],
+                                 s[planar3 ? 2 : 1], k.data(), d_k.data<float>(), size, b, stream_, method);
+            const Array out = to_host(d_out);
+            std::vector<double> l1;
+            const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
+            for (std::int64_t i = 0; i < in.size(); ++i)
+              ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                  << describe(in, size, b) << " method " << method << " at " << i << ": " << get(out, i) << " vs "
+                  << ref[i];
+          }
+}
+
+// Every separable method; the fused streaming kernels round exactly as the two-pass kernels
+// (same fma chains, convolve_stream.cuh), so their outputs are also compared bit for bit.
+TEST_F(FiltersGpu, EverySeparableMethodMatchesAndFusedEqualsTwoPass) {
+  for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
+    for (int size : {1, 3, 5, 9, 15})
+      for (const Shape& s : {Shape(1, 1), Shape(17, 129), Shape(33, 260), Shape(2, 19, 264)})
+        for (Border b : kBorders) {
+          const std::vector<float> k = gaussian_kernel(size / 3.0 + 0.5, size);
+          const Array in = test::random_array(t, s, 200.0, 11);
+          const Array d_in = to_device(in);
+          const Array d_k = to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())),
+                                                  const_cast<float*>(k.data())));
+          Array d_scratch = Array::device(DType::f32, s, 0, stream_);
+          const bool planar3 = s.ndim() == 3;
+          std::vector<double> full(k.size() * k.size());
+          for (std::size_t i = 0; i < k.size(); ++i)
+            for (std::size_t j = 0; j < k.size(); ++j) full[i * k.size() + j] = static_cast<double>(k[i]) * k[j];
+          std::vector<double> l1;
+          const std::vector<double> ref = test::convolve_reference(in, full, size, b, &l1);
+          Array two_pass;
+          for (const std::string& method : gpu::separable_methods(size)) {
+            Array d_out = Array::device(t, s, 0, stream_);
+            gpu::launch_convolve_separable(d_in.raw(), d_out.raw(), d_scratch.data<float>(), t, planar3 ? s[0] : 1,
+                                           s[planar3 ? 1 : 0], s[planar3 ? 2 : 1], k.data(), k.data(),
+                                           d_k.data<float>(), d_k.data<float>(), size, b, stream_, method);
+            const Array out = to_host(d_out);
+            if (method == "two_pass") two_pass = out;
+            for (std::int64_t i = 0; i < in.size(); ++i) {
+              ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                  << describe(in, size, b) << " method " << method << " at " << i << ": " << get(out, i) << " vs "
+                  << ref[i];
+              if (!two_pass.empty())
+                ASSERT_EQ(get(out, i), get(two_pass, i)) << describe(in, size, b) << " method " << method << " at " << i;
+            }
+          }
+        }
+}
+
+TEST_F(FiltersGpu, UnknownMethodsAreRejected) {
+  const Array d = to_device(test::random_array(DType::u8, Shape(8, 8), 256.0, 1));
+  Array out = Array::device(DType::u8, Shape(8, 8), 0, stream_);
+  EXPECT_THROW(gpu::launch_median(d.raw(), out.raw(), DType::u8, 1, 8, 8, 7, false, Border::clamp, stream_, "dpx4"),
+               ConfigError);
+  const float w = 1.0f;
+  EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
+                                    "stream3"),
+               ConfigError);
 }
 
 TEST_F(FiltersGpu, SeparableAndGaussianMatchTheCpuPath) {

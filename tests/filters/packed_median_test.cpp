@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../tasks/filters/src/detail/interleaved_median.hpp"
 #include "../../tasks/filters/src/detail/packed_median.hpp"
 #include "reference.hpp"
 
@@ -16,16 +17,16 @@ namespace {
 
 using test::get;
 
-template <class T, int K, int kRows>
-Array run_strips(const Array& in, Border b, bool aligned) {
+/// Every strip of `in` through `strip(src, dst, extent, border, z, y0, x0, aligned)`, as the grid would.
+template <class T, int kPixels, int kRows, class Strip>
+Array run_strips(const Array& in, Border b, bool aligned, Strip strip) {
   const bool planar3 = in.shape().ndim() == 3;
   const device::Extent e{planar3 ? in.shape()[0] : 1, in.shape()[planar3 ? 1 : 0], in.shape()[planar3 ? 2 : 1]};
   Array out = Array::host(in.dtype(), in.shape());
-  constexpr int kPixels = device::Strip<T>::kPixels;
   for (long long z = 0; z < e.slices; ++z)
     for (long long y0 = 0; y0 < e.ny; y0 += kRows)
       for (long long x0 = 0; x0 < e.nx; x0 += kPixels)
-        device::median_strip<T, K, kRows>(in.data<T>(), out.data<T>(), e, static_cast<int>(b), z, y0, x0, aligned);
+        strip(in.data<T>(), out.data<T>(), e, static_cast<int>(b), z, y0, x0, aligned);
   return out;
 }
 
@@ -44,10 +45,12 @@ std::vector<double> planar_reference(const Array& in, int size, Border b) {
   return all;
 }
 
-template <class T, int K, int kRows>
+/// kInterleaved: the interleaved 3×3 strip (interleaved_median.hpp, fp16 keys if kHalfKeys), else
+/// the packed K×K strip of packed_median.hpp.
+template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false>
 void check_type(DType t, double range) {
   std::uint32_t seed = 7;
-  const int strip = device::Strip<T>::kPixels;
+  constexpr int strip = device::Strip<T>::kPixels;
   std::vector<Shape> shapes;
   for (std::int64_t ny : {1, 2, 3, kRows - 1, kRows, kRows + 1, 2 * kRows + 3})
     for (std::int64_t nx : {1, 2, 3, strip - 1, strip, strip + 1, strip + 2, 2 * strip, 2 * strip + 3, 5 * strip})
@@ -59,7 +62,11 @@ void check_type(DType t, double range) {
         const std::int64_t nx = s[s.ndim() - 1];
         if (aligned && (nx * static_cast<std::int64_t>(sizeof(T))) % 16 != 0) continue;
         const Array in = test::random_array(t, s, range, seed++);
-        const Array out = run_strips<T, K, kRows>(in, b, aligned);
+        Array out;
+        if constexpr (kInterleaved)
+          out = run_strips<T, strip, kRows>(in, b, aligned, device::median3_interleaved_strip<T, kHalfKeys, kRows>);
+        else
+          out = run_strips<T, strip, kRows>(in, b, aligned, device::median_strip<T, K, kRows>);
         const std::vector<double> ref = planar_reference(in, K, b);
         for (std::int64_t i = 0; i < in.size(); ++i)
           ASSERT_EQ(get(out, i), ref[i]) << dtype_name(t) << " " << s.str() << " size " << K << " "
@@ -73,6 +80,17 @@ TEST(PackedMedian, ThreeByThreeFewLevelsIsExact) { check_type<std::uint8_t, 3, 2
 TEST(PackedMedian, FiveByFiveU8IsExact) { check_type<std::uint8_t, 5, 2>(DType::u8, 256.0); }
 TEST(PackedMedian, FiveByFiveU16IsExact) { check_type<std::uint16_t, 5, 2>(DType::u16, 65536.0); }
 TEST(PackedMedian, FiveByFiveFewLevelsIsExact) { check_type<std::uint16_t, 5, 3>(DType::u16, 3.0); }
+
+// Interleaved 3×3 strips (pixels j, j + half of the strip per word): high-byte u8 keys, fp16 u8
+// keys, u16 keys; odd row counts (a last unpaired row) and ties.
+TEST(InterleavedMedian, U8KeysAreExact) { check_type<std::uint8_t, 3, 4, true>(DType::u8, 256.0); }
+TEST(InterleavedMedian, U8HalfKeysAreExact) { check_type<std::uint8_t, 3, 2, true, true>(DType::u8, 256.0); }
+TEST(InterleavedMedian, U16KeysAreExact) { check_type<std::uint16_t, 3, 8, true>(DType::u16, 65536.0); }
+TEST(InterleavedMedian, OddRowCountsAndTiesAreExact) {
+  check_type<std::uint8_t, 3, 1, true>(DType::u8, 4.0);
+  check_type<std::uint8_t, 3, 3, true, true>(DType::u8, 3.0);
+  check_type<std::uint16_t, 3, 5, true>(DType::u16, 4.0);
+}
 
 }  // namespace
 }  // namespace weft::filters

@@ -77,6 +77,74 @@ TEST_P(GpuVsReference, Fp16WithinStatedBound) {
   EXPECT_LE(d.max, 0.3);
 }
 
+// Epsilon 0: TV-L1 runs fused batches of iterations in shared memory (halo recomputed). Sizes
+// around the fused tile (32x16) and its halo; the median filter every 7 iterations cuts batches
+// short. fp32 within 1e-4 relative of the double reference like the one-iteration kernel; fp16
+// (half2 duals and dual arithmetic) mean <= 0.03 px, max <= 0.3 px.
+struct FusedCase {
+  int w, h, iterations, median_interval;
+};
+class FusedVsReference : public ::testing::TestWithParam<FusedCase> {};
+INSTANTIATE_TEST_SUITE_P(Flow, FusedVsReference,
+                         ::testing::Values(FusedCase{2, 2, 10, 30}, FusedCase{31, 15, 10, 30}, FusedCase{32, 16, 10, 30},
+                                           FusedCase{33, 17, 12, 30}, FusedCase{64, 48, 30, 7},
+                                           FusedCase{100, 37, 23, 30}, FusedCase{160, 120, 40, 30}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.w) + "x" + std::to_string(info.param.h) + "_" +
+                                  std::to_string(info.param.iterations) + "it_median" +
+                                  std::to_string(info.param.median_interval);
+                         });
+
+FlowParams fused_params(const FusedCase& c, Precision prec) {
+  FlowParams p = small(Method::tvl1, prec);
+  p.epsilon = 0;
+  p.iterations = c.iterations;
+  p.median_interval = c.median_interval;
+  return p;
+}
+
+TEST_P(FusedVsReference, Fp32WithinRelativeTolerance) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const FusedCase c = GetParam();
+  const Array a = test::pattern(c.w, c.h), b = test::pattern(c.w, c.h, 1.7, -0.8);
+  const test::Diff d = test::diff(run_gpu(a, b, fused_params(c, Precision::fp32)),
+                                  compute_reference(a, b, fused_params(c, Precision::fp32)));
+  EXPECT_LE(d.mean, 1e-4 * std::max(d.scale, 1.0)) << "max " << d.max;
+  EXPECT_LE(d.max, 2e-2);
+}
+
+TEST_P(FusedVsReference, Fp16WithinStatedBound) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const FusedCase c = GetParam();
+  const Array a = test::pattern(c.w, c.h), b = test::pattern(c.w, c.h, 1.7, -0.8);
+  const Array f = run_gpu(a, b, fused_params(c, Precision::fp16));
+  const test::Diff d = test::diff(f, compute_reference(a, b, fused_params(c, Precision::fp32)));
+  for (std::int64_t i = 0; i < f.size(); ++i) ASSERT_TRUE(std::isfinite(f.data<float>()[i]));
+  EXPECT_LE(d.mean, 0.03) << "max " << d.max;
+  EXPECT_LE(d.max, 0.3);
+}
+
+// The seed's setting (3 scales x 1 warp x 10 iterations, no median, epsilon 0) at 4K-like
+// proportions on a small frame: fused path against the reference, and the per-stage times.
+TEST(FlowGpu, SeedSettingMatchesReferenceAndReportsStages) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  FlowParams p = default_params(Method::tvl1);
+  p.scales = 3, p.warps = 1, p.iterations = 10, p.epsilon = 0, p.median = 0;
+  const Array a = test::pattern(192, 108), b = test::pattern(192, 108, 0.9, 0.4);
+  cudaStream_t s;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&s));
+  StageTimes t;
+  const Array f = compute_cuda(a, b, p, s, &t).to_host();
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  WEFT_CUDA_CHECK(cudaStreamDestroy(s));
+  const test::Diff d = test::diff(f, compute_reference(a, b, p));
+  EXPECT_LE(d.mean, 1e-4 * std::max(d.scale, 1.0)) << "max " << d.max;
+  EXPECT_GT(t.iterations, 0.0);
+  EXPECT_GT(t.pyramid, 0.0);
+  EXPECT_GT(t.warp, 0.0);
+  EXPECT_EQ(t.median, 0.0);
+}
+
 TEST(FlowGpu, ConstantImageGivesZeroFlow) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   const Array a = test::constant(40, 30, 77);
@@ -84,12 +152,17 @@ TEST(FlowGpu, ConstantImageGivesZeroFlow) {
     for (Precision pr : {Precision::fp32, Precision::fp16}) {
       const Array f = run_gpu(a, a, small(m, pr));
       for (std::int64_t i = 0; i < f.size(); ++i) ASSERT_EQ(f.data<float>()[i], 0.f);
+      FlowParams fused = small(m, pr);
+      fused.epsilon = 0;
+      const Array g = run_gpu(a, a, fused);
+      for (std::int64_t i = 0; i < g.size(); ++i) ASSERT_EQ(g.data<float>()[i], 0.f);
     }
 }
 
 // Defaults (300 iterations, epsilon 0.01, checked on the device every iteration) on the shared
-// pairs. tvl1 bounds: the issue's targets (0.17 Middlebury, 0.75 Sintel easy) where met on the CPU
-// path, else the CPU-measured value + 5 %; fp16 gets 10 % more.
+// pairs. fp32: the CPU path's bounds (tests/flow/flow_test.cpp: tvl1 0.17 RubberWhale, 0.19
+// Hydrangea, measured 0.160 and 0.183; the issue's 0.75 on Sintel easy; hs and clg 0.235);
+// fp16 gets about 10 % more.
 struct EpeCase {
   Method method;
   Precision precision;
@@ -99,11 +172,11 @@ struct EpeCase {
 class GpuSharedPairs : public ::testing::TestWithParam<EpeCase> {};
 INSTANTIATE_TEST_SUITE_P(
     Flow, GpuSharedPairs,
-    ::testing::Values(EpeCase{Method::tvl1, Precision::fp32, 0, 0.18}, EpeCase{Method::tvl1, Precision::fp32, 1, 0.215},
-                      EpeCase{Method::tvl1, Precision::fp32, 2, 0.75}, EpeCase{Method::tvl1, Precision::fp16, 0, 0.20},
-                      EpeCase{Method::tvl1, Precision::fp16, 1, 0.235}, EpeCase{Method::tvl1, Precision::fp16, 2, 0.75},
-                      EpeCase{Method::hs, Precision::fp32, 0, 0.27}, EpeCase{Method::clg, Precision::fp32, 0, 0.27},
-                      EpeCase{Method::hs, Precision::fp16, 0, 0.30}, EpeCase{Method::clg, Precision::fp16, 0, 0.30}),
+    ::testing::Values(EpeCase{Method::tvl1, Precision::fp32, 0, 0.17}, EpeCase{Method::tvl1, Precision::fp32, 1, 0.19},
+                      EpeCase{Method::tvl1, Precision::fp32, 2, 0.75}, EpeCase{Method::tvl1, Precision::fp16, 0, 0.185},
+                      EpeCase{Method::tvl1, Precision::fp16, 1, 0.21}, EpeCase{Method::tvl1, Precision::fp16, 2, 0.75},
+                      EpeCase{Method::hs, Precision::fp32, 0, 0.235}, EpeCase{Method::clg, Precision::fp32, 0, 0.235},
+                      EpeCase{Method::hs, Precision::fp16, 0, 0.26}, EpeCase{Method::clg, Precision::fp16, 0, 0.26}),
     [](const auto& info) {
       return std::string(method_name(info.param.method)) + "_" + std::string(precision_name(info.param.precision)) + "_" +
              test::kPairs[info.param.pair].name;

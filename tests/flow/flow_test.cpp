@@ -147,10 +147,10 @@ TEST(FlowTask, FiresOncePerPair) {
   EXPECT_EQ(task.outputs()[0].dtype, DType::f32);
 }
 
-// EPE on the shared pairs with the CPU float path at each method's defaults. Bounds measured
-// here (tvl1: RubberWhale 0.173, Hydrangea 0.206, Sintel easy 0.240; hs 0.258 and clg 0.246 on
-// RubberWhale), with about 5 % margin. The tvl1 goal of 0.17 on the Middlebury pairs is
-// not met at zoom 0.5 (OpenCV's own figures are 0.156 and 0.194).
+// EPE on the shared pairs with the CPU float path at each method's defaults. tvl1: the issue's
+// 0.17 on RubberWhale (measured 0.160; OpenCV DualTVL1 0.156) and Sintel easy within its 0.75
+// (measured 0.228; OpenCV 0.696); Hydrangea measured 0.183 (OpenCV 0.194), above the 0.17,
+// so bounded at 0.19. hs and clg on RubberWhale: measured 0.222 and 0.221, bounded at 0.235.
 struct EpeCase {
   Method method;
   int pair;
@@ -158,9 +158,9 @@ struct EpeCase {
 };
 class SharedPairs : public ::testing::TestWithParam<EpeCase> {};
 INSTANTIATE_TEST_SUITE_P(Flow, SharedPairs,
-                         ::testing::Values(EpeCase{Method::tvl1, 0, 0.18}, EpeCase{Method::tvl1, 1, 0.215},
-                                           EpeCase{Method::tvl1, 2, 0.26}, EpeCase{Method::hs, 0, 0.27},
-                                           EpeCase{Method::clg, 0, 0.27}),
+                         ::testing::Values(EpeCase{Method::tvl1, 0, 0.17}, EpeCase{Method::tvl1, 1, 0.19},
+                                           EpeCase{Method::tvl1, 2, 0.24}, EpeCase{Method::hs, 0, 0.235},
+                                           EpeCase{Method::clg, 0, 0.235}),
                          [](const auto& info) {
                            return std::string(method_name(info.param.method)) + "_" + test::kPairs[info.param.pair].name;
                          });

@@ -138,6 +138,27 @@ TEST(Hdf5, StreamingSlabWrites) {
   expect_same(read_dataset({file, "/out/volume"}), volume);
 }
 
+// A 4-D dataset (a flow sequence [T, H, W, 2]) created by extents, written and read one element
+// of axis 0 at a time (arrays have at most 3 axes).
+TEST(Hdf5, FourDimensionalSlabs) {
+  const std::string file = scratch_file("flows.h5");
+  const Array a = pattern(DType::f32, Shape(5, 4, 2), 1), b = pattern(DType::f32, Shape(5, 4, 2), 2);
+  {
+    H5Writer writer(file);
+    writer.create("/flow", DType::f32, std::vector<std::int64_t>{2, 5, 4, 2}, {1, 5, 4, 2});
+    writer.write_slab("/flow", 1, b);
+    writer.write_slab("/flow", 0, a);
+    EXPECT_THROW_WITH(writer.write_slab("/flow", 2, a), weft::ConfigError, "does not fit");
+    EXPECT_THROW_WITH(writer.write_slab("/flow", 0, pattern(DType::f32, Shape(4, 5, 2))), weft::ConfigError,
+                      "does not fit");
+    writer.commit();
+  }
+  EXPECT_EQ(dataset_info({file, "/flow"}).shape, (std::vector<std::int64_t>{2, 5, 4, 2}));
+  expect_same(read_slab({file, "/flow"}, 0, 1), a);
+  expect_same(read_slab({file, "/flow"}, 1, 1), b);
+  EXPECT_THROW_WITH((void)read_slab({file, "/flow"}, 0, 2), weft::ConfigError, "4 with one element");
+}
+
 // Reads a scalar attribute with the HDF5 C API (the library under test has no attribute reader).
 template <class T> T read_attribute(const std::string& file, const std::string& object, const std::string& name,
                                     hid_t type) {

@@ -21,6 +21,10 @@ struct Token {
   bool end = false;
   Value value;
   std::shared_ptr<Event> ready;  // device arrays: completes when the producer's work is done
+  // Migration (exec/migration.hpp): > 0 marks the end of an instance's epoch, the task moving to
+  // candidate `marker - 1`. On an end token sent to a migratable task's instance, index 1 says
+  // "you are the current instance".
+  int marker = 0;
 };
 
 class Channel {

@@ -8,20 +8,28 @@
 #include "weft/exec/executor.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "data/buffer.hpp"
+#include "exec/balancer.hpp"
 #include "exec/channel.hpp"
 #include "exec/device.hpp"
 #include "exec/halo.hpp"
+#include "exec/migration.hpp"
 #include "exec/remote.hpp"
+#include "exec/stream_timer.hpp"
 #include "transport/nccl.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/environment.hpp"
@@ -43,7 +51,22 @@ struct Node {
   std::vector<Channel*> inputs;                // one per input port
   std::vector<std::vector<Channel*>> outputs;  // per output port, one per consumer
   TaskStats stats;
+  // Migratable tasks (exec/migration.hpp): the role of this actor, its task's run-time migration
+  // state, and for an instance its candidate index and whether the task runs here now.
+  detail::Vertex::Role role = detail::Vertex::plain;
+  detail::Migration* migration = nullptr;
+  int instance = -1;
+  bool active = true;
+  // Counters the load balancer reads while the run goes on (the stats above are the task's own).
+  int vertex = 0;
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::int64_t> busy_ns{0};  // in run()/run_cuda() (host side)
+  std::atomic<std::int64_t> gpu_ns{0};   // GPU time of its firings (GPU tasks)
+  std::atomic<std::uint64_t> bytes_in{0};
+  std::atomic<std::uint64_t> state_bytes{0};
 };
+
+constexpr int kReportBox = 0x7ffffff0;  // message box of the load balancer's reports (rank 0)
 
 }  // namespace
 
@@ -57,6 +80,14 @@ struct RunHandle::State {
   std::vector<std::thread> threads;
   std::unique_ptr<detail::RemoteLinks> remote;
   std::unique_ptr<detail::HaloLinks> halos;  // partitions' halo exchanges (after `remote`: it uses it)
+  std::unique_ptr<detail::Migrations> migrations;
+  std::vector<Place> final_places;  // per migratable task, known on every rank after wait()
+  std::vector<std::thread> helpers;  // control-file watcher, load balancer
+  std::atomic<bool> finished{false};
+  detail::RunPlan plan;
+  std::mutex balance_mutex;
+  std::map<int, detail::RankReport> reports;  // rank 0: the latest report of every other rank
+  std::vector<BalanceDecision> decisions;      // rank 0
   detail::TraceRecorder trace;
   std::chrono::steady_clock::time_point start;
   double seconds = 0;
@@ -97,9 +128,19 @@ struct RunHandle::State {
     }
     cancel();
   }
+  void deliver_report(std::vector<std::byte> bytes) {
+    if (bytes.size() < sizeof(std::int32_t)) return;
+    std::int32_t from = 0;
+    std::memcpy(&from, bytes.data(), sizeof from);
+    bytes.erase(bytes.begin(), bytes.begin() + sizeof from);
+    auto report = detail::RankReport::decode(bytes);
+    std::lock_guard lock(balance_mutex);
+    reports[from] = std::move(report);
+  }
   void cancel() {
     cancelled = true;
     for (auto& c : channels) c->cancel();
+    if (migrations) migrations->cancel();
     if (remote) remote->cancel();
     if (halos) halos->cancel();
   }
@@ -190,6 +231,7 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   }
   if (!out.memory().is_host()) detail::release_on_home(out);
   node.stats.bytes_in += a.bytes();
+  node.bytes_in += a.bytes();
   if (done) {
     if (!run.options.overlap) done->synchronize();
     pending.emplace_back(std::move(done), std::move(a));
@@ -197,6 +239,39 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   if (run.trace.enabled())
     run.trace.add({"copy to " + p.str(), "copy", node.lane, 0, t0, run.trace.now_us() - t0});
   return out;
+}
+
+// A migratable task's instance takes the task over: it waits for the state the previous place
+// handed over, starts and loads it. False if the run was cancelled first.
+bool take_over(State& run, Node& node, FiringContext& ctx) {
+  std::vector<std::byte> state;
+  if (!node.migration->handover(node.instance).take(state)) return false;
+  double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+  node.task->start(ctx);
+  if (node.task->stateful()) node.task->load(state);
+  node.active = true;
+  if (run.trace.enabled()) run.trace.add({"take over", "migration", node.lane, 0, t0, run.trace.now_us() - t0});
+  return true;
+}
+
+// The end of this instance's epoch (after its last token, whose work is complete): save the
+// state, stop, hand the state to candidate `to` and pass the marker on to the merger.
+bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, int to) {
+  double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+  std::vector<std::byte> state;
+  if (node.task->stateful()) node.task->save(state);
+  node.task->stop(ctx);
+  if (node.place.is_gpu()) detail::synchronize_stream(node.place.device, ctx.stream());
+  logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state)", node.task->name(),
+                             node.place.str(), node.migration->places()[to].str(), index, state.size());
+  node.state_bytes = state.size();
+  run.migrations->hand_over(node.migration->id(), to, std::move(state));
+  node.active = false;
+  for (auto& consumers : node.outputs)
+    for (auto* c : consumers)
+      if (!c->push(Token{index, false, {}, {}, to + 1})) return false;
+  if (run.trace.enabled()) run.trace.add({"hand over", "migration", node.lane, index, t0, run.trace.now_us() - t0});
+  return true;
 }
 
 void drive(State& run, Node& node) {
@@ -212,7 +287,9 @@ void drive(State& run, Node& node) {
   };
   try {
     if (gpu) detail::bind_device(node.place.device);
-    task.start(ctx);
+    if (node.active) task.start(ctx);
+    std::optional<detail::StreamTimer> timer;  // GPU time, for the load balancer only (two events per firing)
+    if (gpu && run.options.balance != "off") timer.emplace(node.place.device);
     const bool forwards = !task.moves_data();
     std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
@@ -230,10 +307,22 @@ void drive(State& run, Node& node) {
         if (ports.empty())
           for (std::size_t p = 0; p < node.inputs.size(); ++p) ports.push_back(static_cast<int>(p));
         bool first = true;
+        bool epoch_ended = false;
         used_device_arrays = false;
         for (int p : ports) {
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
+          if (node.migration && !node.active && (!t.end || t.index == 1) && !take_over(run, node, ctx)) return;
+          if (t.marker > 0) {  // the router moved the task: every input carries the marker
+            for (int q : ports)
+              if (q != p && !node.inputs[q]->pop(t)) return;
+            if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
+            retire(true);
+            outstanding.clear();
+            if (!hand_over(run, node, ctx, t.index, t.marker - 1)) return;
+            epoch_ended = true;
+            break;
+          }
           if (t.end) {
             end = ended[p] = true;
             continue;
@@ -257,6 +346,7 @@ void drive(State& run, Node& node) {
             ctx.values()[p] = std::move(t.value);
           }
         }
+        if (epoch_ended) continue;
         if (end) {
           // Every input ends after the same token in a well-formed graph; drain the others.
           for (std::size_t p = 0; p < node.inputs.size(); ++p) {
@@ -272,12 +362,23 @@ void drive(State& run, Node& node) {
           if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
-      if (gpu) task.run_cuda(ctx);
-      else task.run(ctx);
-      node.stats.busy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      if (gpu) {
+        if (timer) timer->start(ctx.stream());
+        task.run_cuda(ctx);
+        if (timer) {
+          timer->stop(ctx.stream());
+          node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
+        }
+      } else {
+        task.run(ctx);
+      }
+      auto c1 = std::chrono::steady_clock::now();
+      node.stats.busy_seconds += std::chrono::duration<double>(c1 - c0).count();
+      node.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count();
       if (run.trace.enabled()) run.trace.add({task.name(), "task", node.lane, index, t0, run.trace.now_us() - t0});
       if (ctx.ended()) break;
       ++node.stats.tokens;
+      ++node.done;
       std::shared_ptr<Event> ready;
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         auto& v = ctx.outputs()[p];
@@ -325,7 +426,7 @@ void drive(State& run, Node& node) {
     }
     if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
     retire(true);
-    task.stop(ctx);
+    if (node.active) task.stop(ctx);
     if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
     for (auto& consumers : node.outputs)
       for (auto* c : consumers) c->push(Token{0, true, {}, {}});
@@ -337,7 +438,7 @@ void drive(State& run, Node& node) {
 // Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
 // rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
 // cycle between ranks (sends and receives share one NCCL stream per rank).
-std::set<std::ptrdiff_t> choose_nccl_edges(const Graph& graph, const Mapping& mapping, const Cluster& cluster,
+std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
   device_of_rank.assign(cluster.size(), -1);
@@ -346,11 +447,12 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const Graph& graph, const Mapping& ma
   for (const auto& r : cluster.ranks)
     if (r.gpus.empty()) return chosen;
   std::map<std::pair<int, int>, bool> links;
-  for (std::size_t i = 0; i < graph.edges().size(); ++i) {
-    const Edge& e = graph.edges()[i];
-    Place a = mapping.at(e.from->name()), b = mapping.at(e.to->name());
+  for (std::size_t i = 0; i < plan.links.size(); ++i) {
+    const detail::Vertex& from = plan.vertices[plan.links[i].from];
+    const detail::Vertex& to = plan.vertices[plan.links[i].to];
+    Place a = from.place, b = to.place;
     if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
-    if (!e.from->moves_data() || !e.to->moves_data()) continue;
+    if (!from.moves_data() || !to.moves_data()) continue;
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
@@ -379,6 +481,133 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const Graph& graph, const Mapping& ma
   return chosen;
 }
 
+// Rank 0 follows the control file (`weft ctl` appends one command per line): "migrate TASK PLACE",
+// "drain PLACE", "undrain PLACE". The file is emptied when the run starts; a bad line is logged
+// and skipped, since a typo must not stop a running job.
+void watch_control_file(State& run) {
+  auto log = logger("migration");
+  const std::string& path = run.options.control_file;
+  { std::ofstream(path, std::ios::trunc); }
+  std::streamoff offset = 0;
+  std::string partial;
+  while (!run.finished && !run.cancelled) {
+    std::ifstream in(path);
+    if (in) {
+      in.seekg(offset);
+      std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      offset += static_cast<std::streamoff>(chunk.size());
+      partial += chunk;
+      std::size_t nl;
+      while ((nl = partial.find('\n')) != std::string::npos) {
+        std::string line = partial.substr(0, nl);
+        partial.erase(0, nl + 1);
+        std::istringstream words(line);
+        std::string verb, a, b;
+        words >> verb >> a >> b;
+        if (verb.empty() || verb[0] == '#') continue;
+        try {
+          if (verb == "migrate" && !b.empty()) run.migrations->migrate(a, Place::parse(b));
+          else if ((verb == "drain" || verb == "undrain") && !a.empty()) run.migrations->drain(Place::parse(a), verb == "drain");
+          else throw ConfigError("unknown command (expected: migrate TASK PLACE, drain PLACE, undrain PLACE)");
+          log->info("control file {}: {}", path, line);
+        } catch (const Error& e) {
+          log->warn("control file {}: '{}' ignored: {}", path, line, e.what());
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+detail::RankReport local_report(State& run) {
+  detail::RankReport r;
+  for (const auto& n : run.nodes) {
+    if (n->role == detail::Vertex::router || n->role == detail::Vertex::merger) continue;
+    // A GPU task's cost is the GPU time of its firings; its host side only enqueues.
+    double busy = static_cast<double>(n->place.is_gpu() ? n->gpu_ns.load() : n->busy_ns.load()) * 1e-9;
+    r.actors.push_back({n->vertex, n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load()});
+  }
+  for (const auto& g : run.migrations->groups())
+    if (g->router_rank() == run.rank) r.current.emplace_back(g->id(), g->current());
+  return r;
+}
+
+// Sleeps until `until` or the end of the run; false at the end.
+bool sleep_until(State& run, std::chrono::steady_clock::time_point until) {
+  while (!run.finished && !run.cancelled) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(10)));
+  }
+  return false;
+}
+
+// Every rank reports its counters each period; rank 0 decides (exec/balancer.hpp) and logs.
+void run_balancer(State& run) {
+  auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(run.options.balance_period));
+  auto next = run.start + period;
+  if (run.rank != 0) {
+    while (sleep_until(run, next)) {
+      next += period;
+      auto bytes = local_report(run).encode();
+      std::int32_t rank = run.rank;
+      std::vector<std::byte> message(sizeof rank);
+      std::memcpy(message.data(), &rank, sizeof rank);
+      message.insert(message.end(), bytes.begin(), bytes.end());
+      run.remote->post(0, kReportBox, std::move(message));
+    }
+    return;
+  }
+  auto log = logger("balance");
+  detail::BalanceModel model(run.plan, run.options.balance, run.options.balance_threshold, run.options.balance_period);
+  struct Pending {
+    std::size_t decision;
+    double throughput_before;
+    int periods;
+  };
+  std::vector<Pending> pending;
+  try {
+    while (sleep_until(run, next)) {
+      next += period;
+      detail::RankReport all = local_report(run);
+      {
+        std::lock_guard lock(run.balance_mutex);
+        for (const auto& [rank, r] : run.reports) {
+          all.actors.insert(all.actors.end(), r.actors.begin(), r.actors.end());
+          all.current.insert(all.current.end(), r.current.begin(), r.current.end());
+        }
+      }
+      std::map<int, int> current(all.current.begin(), all.current.end());
+      double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+      auto moves = model.step(all.actors, current, now);
+      std::lock_guard lock(run.balance_mutex);
+      for (auto& p : pending) {
+        if (--p.periods > 0) continue;
+        BalanceDecision& d = run.decisions[p.decision];
+        d.measured_gain = p.throughput_before > 0 && model.throughput() > 0 ? 1 - p.throughput_before / model.throughput() : 0;
+        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s", d.task,
+                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before,
+                  model.throughput());
+      }
+      std::erase_if(pending, [](const Pending& p) { return p.periods <= 0; });
+      for (const auto& m : moves) {
+        const auto& g = run.plan.groups[m.group];
+        int from = current.count(m.group) ? current[m.group] : g.initial;
+        BalanceDecision d{now, g.task->name(), g.places[from], g.places[m.to], m.predicted_gain,
+                          std::numeric_limits<double>::quiet_NaN(), m.reason};
+        log->info("{} {} -> {}: predicted gain {:.1f} % ({})", d.task, d.from.str(), d.to.str(), 100 * d.predicted_gain,
+                  d.reason);
+        run.migrations->migrate(d.task, d.to);
+        pending.push_back({run.decisions.size(), model.throughput(), 2});
+        run.decisions.push_back(std::move(d));
+      }
+    }
+  } catch (...) {
+    run.fail(std::current_exception(), nullptr);
+  }
+}
+
 }  // namespace
 
 Executor::Executor(ExecutorOptions options) : options_(std::move(options)) {
@@ -405,60 +634,120 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     }
   if (!run.options.trace_file.empty()) run.trace.enable();
 
-  // Edges between GPUs of different ranks go through NCCL where it can carry them; every rank
+  Cluster single;
+  if (!env) single.ranks.push_back(local_devices(0));
+  const Cluster& cluster = env ? env->cluster() : single;
+  run.plan = detail::plan_run(graph, mapping, run.options.migratable, cluster);
+  const detail::RunPlan& plan = run.plan;
+  if (run.options.balance != "off" && run.options.balance != "greedy" && run.options.balance != "refine")
+    throw ConfigError("balance: expected off, greedy or refine, got '" + run.options.balance + "'");
+  if (run.options.balance_period <= 0)
+    throw ConfigError("balance period: must be positive, got " + std::to_string(run.options.balance_period));
+
+  // Links between GPUs of different ranks go through NCCL where it can carry them; every rank
   // makes the same choice from the same graph, mapping and cluster.
   std::set<std::ptrdiff_t> nccl_edges;
   if (env && env->distributed() && env->size() > 1) {
     std::vector<int> device_of_rank;
-    nccl_edges = choose_nccl_edges(graph, mapping, env->cluster(), device_of_rank);
+    nccl_edges = choose_nccl_edges(plan, env->cluster(), device_of_rank);
     run.nccl_edges = static_cast<int>(nccl_edges.size());
     if (!nccl_edges.empty())
       detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank] < 0 ? 0 : device_of_rank[run.rank]);
   }
+  const bool distributed = env && env->distributed() && env->size() > 1;
+  if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
+  detail::Migrations::Post post;
+  if (distributed && !plan.groups.empty()) {
+    detail::RemoteLinks* remote = run.remote.get();
+    post = [remote](int to, int box, std::vector<std::byte> bytes) { remote->post(to, box, std::move(bytes)); };
+    State* raw = state.get();  // the links belong to the state: no cycle through a shared_ptr
+    remote->enable_messages([raw](int box, std::vector<std::byte> bytes) {
+      if (box == kReportBox) return raw->deliver_report(std::move(bytes));
+      raw->migrations->deliver(box, std::move(bytes));
+    });
+  }
+  run.migrations = std::make_unique<detail::Migrations>(plan, run.rank, std::move(post));
 
-  std::map<const Task*, Node*> local;
-  for (const auto& t : graph.tasks()) {
-    Place p = mapping.at(t->name());
-    if (p.rank != run.rank) continue;
+  std::vector<Node*> local(plan.vertices.size(), nullptr);
+  for (std::size_t v = 0; v < plan.vertices.size(); ++v) {
+    const detail::Vertex& vx = plan.vertices[v];
+    if (vx.place.rank != run.rank) continue;
     auto node = std::make_unique<Node>();
-    node->task = t.get();
-    node->place = p;
+    node->task = vx.task;
+    node->place = vx.place;
     node->lane = static_cast<int>(run.nodes.size());
-    node->inputs.resize(t->inputs().size(), nullptr);
-    node->outputs.resize(t->outputs().size());
-    node->stats.task = t->name();
-    node->stats.place = p;
-    local[t.get()] = node.get();
+    node->role = vx.role;
+    node->vertex = static_cast<int>(v);
+    std::size_t candidates = 1;
+    if (vx.group >= 0) {
+      node->migration = &run.migrations->group(vx.group);
+      node->instance = vx.candidate;
+      node->active = vx.role != detail::Vertex::instance || vx.candidate == plan.groups[vx.group].initial;
+      candidates = plan.groups[vx.group].places.size();
+    }
+    std::size_t nin = vx.task->inputs().size(), nout = vx.task->outputs().size();
+    node->inputs.resize(vx.role == detail::Vertex::merger ? nout * candidates : nin, nullptr);
+    node->outputs.resize(vx.role == detail::Vertex::router ? nin * candidates : nout);
+    node->stats.task = vx.task->name();
+    node->stats.place = vx.place;
+    local[v] = node.get();
     run.nodes.push_back(std::move(node));
   }
-  for (const Edge& e : graph.edges()) {
-    Node* from = local.count(e.from) ? local[e.from] : nullptr;
-    Node* to = local.count(e.to) ? local[e.to] : nullptr;
+  for (std::size_t id = 0; id < plan.links.size(); ++id) {
+    const detail::Link& l = plan.links[id];
+    Node* from = local[l.from];
+    Node* to = local[l.to];
     if (!from && !to) continue;
     run.channels.push_back(std::make_unique<Channel>(options_.channel_capacity));
     Channel* ch = run.channels.back().get();
-    if (from) from->outputs[e.from_port].push_back(ch);
-    if (to) to->inputs[e.to_port] = ch;
+    if (from) from->outputs[l.from_port].push_back(ch);
+    if (to) to->inputs[l.to_port] = ch;
     if (!from || !to) {
-      if (!run.remote) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);
-      Place other = mapping.at((from ? e.to : e.from)->name());
-      bool nccl = nccl_edges.count(&e - graph.edges().data()) != 0;
-      if (from) run.remote->add_sender(e, ch, other.rank, graph, nccl);
-      else run.remote->add_receiver(e, ch, other.rank, graph, nccl);
+      int other = plan.vertices[from ? l.to : l.from].place.rank;
+      bool nccl = nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0;
+      if (from) run.remote->add_sender(static_cast<int>(id), ch, other, nccl);
+      else run.remote->add_receiver(static_cast<int>(id), ch, other, nccl);
     }
   }
-  if (env && env->distributed() && env->size() > 1 && !run.remote)
-    run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // error notices, trace
-  if (!graph.partitions().empty())
+  if (!graph.partitions().empty())  // slab tasks are plain vertices (never migratable)
     run.halos = std::make_unique<detail::HaloLinks>(graph, mapping, run.rank, run.remote.get(), run.options, run.trace,
-                                                    [&](const Task& t) { return local.at(&t)->lane; });
-  for (auto& n : run.nodes) run.trace.name_lane(n->lane, n->task->name() + " @ " + n->place.str());
+                                                    [&](const Task& t) {
+                                                      for (std::size_t v = 0; v < plan.vertices.size(); ++v)
+                                                        if (local[v] && plan.vertices[v].task == &t &&
+                                                            plan.vertices[v].role == detail::Vertex::plain)
+                                                          return local[v]->lane;
+                                                      throw Error("partition: slab task '" + t.name() +
+                                                                  "' has no actor on this rank");
+                                                    });
+  for (std::size_t v = 0; v < plan.vertices.size(); ++v)
+    if (local[v]) run.trace.name_lane(local[v]->lane, plan.vertices[v].name + " @ " + local[v]->place.str());
   run.start = std::chrono::steady_clock::now();
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
   for (auto& n : run.nodes) {
     Node* node = n.get();
-    run.threads.emplace_back([state, node] { drive(*state, *node); });
+    run.threads.emplace_back([state, node] {
+      State& run = *state;
+      if (node->role == detail::Vertex::plain || node->role == detail::Vertex::instance) return drive(run, *node);
+      try {
+        if (node->role == detail::Vertex::router) {
+          std::vector<Channel*> outputs;
+          for (auto& o : node->outputs) outputs.push_back(o.at(0));
+          detail::route_tokens(*node->migration, node->inputs, outputs);
+        } else {
+          detail::merge_tokens(*node->migration, node->inputs, node->outputs);
+        }
+      } catch (...) {
+        run.fail(std::current_exception(), node);
+      }
+    });
   }
+  if (run.rank == 0) {
+    for (const Place& p : run.options.drain) run.migrations->drain(p);
+    if (!run.options.control_file.empty() && !run.migrations->empty())
+      run.helpers.emplace_back([state] { watch_control_file(*state); });
+  }
+  if (run.options.balance != "off" && !run.migrations->empty())
+    run.helpers.emplace_back([state] { run_balancer(*state); });
   RunHandle handle;
   handle.state_ = state;
   return handle;
@@ -482,6 +771,11 @@ void RunHandle::wait() {
   State& run = *state_;
   if (!run.waited) {
     for (auto& t : run.threads) t.join();
+    run.finished = true;
+    for (auto& t : run.helpers) t.join();
+    // Where each migratable task ended: its router's rank knows, every rank learns it below.
+    std::vector<int> last;
+    for (const auto& g : run.migrations->groups()) last.push_back(g->router_rank() == run.rank ? g->current() : -1);
     if (run.remote) {
       run.remote->finish();
       // Every rank ends the run knowing whether any rank failed (ranks without work too).
@@ -499,6 +793,11 @@ void RunHandle::wait() {
       }
       std::string first = run.remote->agree(local);
       if (!first.empty() && !run.error) run.error = std::make_exception_ptr(RemoteError(first));
+      if (first.empty()) run.remote->max_all(last);  // collective: every rank agreed there was no error
+    }
+    for (std::size_t i = 0; i < last.size(); ++i) {
+      const auto& g = *run.migrations->groups()[i];
+      run.final_places.push_back(g.places()[last[i] < 0 ? g.initial() : last[i]]);
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
     run.waited = true;
@@ -525,13 +824,48 @@ RunStats RunHandle::stats() const {
   if (!state_) return s;
   s.seconds = state_->seconds;
   s.nccl_edges = state_->nccl_edges;
-  for (const auto& n : state_->nodes) s.tasks.push_back(n->stats);
+  for (const auto& g : state_->migrations->groups())
+    if (g->router_rank() == state_->rank) s.migrations += g->moves();
+  {
+    std::lock_guard lock(state_->balance_mutex);
+    s.balance = state_->decisions;
+  }
+  for (const auto& n : state_->nodes) {
+    if (n->role == detail::Vertex::router || n->role == detail::Vertex::merger) continue;
+    if (n->role == detail::Vertex::instance && n->stats.tokens == 0 && n->instance != n->migration->initial()) continue;
+    s.tasks.push_back(n->stats);
+  }
   for (const auto& c : state_->channels) s.max_in_flight = std::max<std::uint64_t>(s.max_in_flight, c->max_size());
   return s;
 }
 
 void RunHandle::cancel() {
   if (state_) state_->cancel();
+}
+
+void RunHandle::migrate(const std::string& task, const Place& to) {
+  if (!state_) throw ConfigError("migrate: the run has not started");
+  if (state_->finished) return;
+  state_->migrations->migrate(task, to);
+}
+
+void RunHandle::drain(const Place& place, bool drained) {
+  if (!state_) throw ConfigError("drain: the run has not started");
+  if (state_->finished) return;
+  state_->migrations->drain(place, drained);
+}
+
+Mapping RunHandle::effective_mapping() const {
+  Mapping m;
+  if (!state_) return m;
+  m = state_->mapping;
+  const auto& groups = state_->migrations->groups();
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = *groups[i];
+    if (i < state_->final_places.size()) m.set(g.task(), state_->final_places[i]);
+    else if (g.router_rank() == state_->rank) m.set(g.task(), g.places()[g.current()]);
+  }
+  return m;
 }
 
 }  // namespace weft

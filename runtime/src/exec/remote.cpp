@@ -39,6 +39,7 @@ int g_run_counter = 0;
 int tag_for(int run, int low) { return ((run % 2048) << 18) | low; }
 int control_tag(int run) { return tag_for(run, 1); }
 int trace_tag(int run) { return tag_for(run, 2); }
+int message_tag(int run) { return tag_for(run, 3); }
 int edge_tag_in(int run, int edge, int kind) { return tag_for(run, 16 + 4 * edge + kind); }  // 0 header, 1 payload, 2 credit
 int message_tag(int run, int channel) { return tag_for(run, 16 + 4 * channel + 3); }  // kind 3: outside edges
 
@@ -51,7 +52,13 @@ struct Header {
   std::int64_t dims[3] = {0, 0, 0};
   std::uint64_t bytes = 0;
   std::int32_t nccl = 0;  // payload follows through NCCL, device to device
-  std::int32_t pad = 0;
+  std::int32_t marker = 0;  // Token::marker (migration)
+};
+
+// Header of a message (MessageLinks); box < 0 closes the peer's receiver at the end of a run.
+struct MessageHeader {
+  std::int64_t box = 0;
+  std::uint64_t bytes = 0;
 };
 
 // One MPI operation handed to the progress thread.
@@ -91,6 +98,9 @@ struct RemoteLinks::Impl {
   std::vector<std::thread> workers;
   std::vector<std::function<void()>> bodies;
   char control_buffer[4096] = {};
+  bool messages = false;
+  bool messages_closed = false;
+  std::mutex post_mutex;  // a message's header and payload are submitted together
 
   std::shared_ptr<Op> submit(bool send, void* buffer, std::size_t bytes, int peer, int tag, std::shared_ptr<void> keep = {}) {
     auto op = std::make_shared<Op>();
@@ -258,8 +268,7 @@ MPI_Comm RemoteLinks::communicator() { return run_comm(); }
 
 RemoteLinks::~RemoteLinks() { finish(); }
 
-void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Graph& graph, bool nccl) {
-  int id = static_cast<int>(&edge - graph.edges().data());
+void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
   impl->bodies.push_back([impl, source, to, id, capacity, nccl] {
@@ -274,6 +283,7 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
         header->index = t.index;
         header->end = t.end ? 1 : 0;
         header->kind = static_cast<int>(t.value.index());
+        header->marker = t.marker;
         std::shared_ptr<void> keep;
         void* data = nullptr;
         Array direct;  // sent through NCCL after the header
@@ -345,8 +355,7 @@ void RemoteLinks::add_sender(const Edge& edge, Channel* source, int to, const Gr
   });
 }
 
-void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph, bool nccl) {
-  int id = static_cast<int>(&edge - graph.edges().data());
+void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
   (void)nccl;  // the header says how each payload travels
@@ -365,6 +374,7 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
         Token t;
         t.index = h.index;
         t.end = h.end != 0;
+        t.marker = h.marker;
         if (!t.end) {
           if (h.kind == 1) {
             Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
@@ -383,6 +393,7 @@ void RemoteLinks::add_receiver(const Edge& edge, Channel* sink, int from, const 
             std::vector<char>& bytes = *kept;
             if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1), kept)) return;
             switch (h.kind) {
+              case 0: break;  // no value: a migration marker
               case 2: { std::int64_t v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
               case 3: { double v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
               case 4: t.value = std::string(bytes.begin(), bytes.end()); break;
@@ -461,8 +472,59 @@ void RemoteLinks::cancel() {
   }
 }
 
+void RemoteLinks::enable_messages(std::function<void(int box, std::vector<std::byte> bytes)> deliver) {
+  Impl* impl = impl_.get();
+  impl->messages = true;
+  for (int peer = 0; peer < impl->size; ++peer) {
+    if (peer == impl->rank) continue;
+    impl->bodies.push_back([impl, peer, deliver] {
+      try {
+        while (true) {
+          // Buffers owned by the operations: a cancelled thread leaves while a receive is posted.
+          auto h = std::make_shared<MessageHeader>();
+          auto op = impl->submit(false, h.get(), sizeof *h, peer, message_tag(impl->run), h);
+          if (!impl->wait(op) || h->box < 0) return;
+          auto bytes = std::make_shared<std::vector<std::byte>>(h->bytes);
+          if (h->bytes && !impl->recv_bytes(bytes->data(), h->bytes, peer, message_tag(impl->run), bytes)) return;
+          deliver(static_cast<int>(h->box), std::move(*bytes));
+        }
+      } catch (...) {
+        impl->fail_local(std::current_exception());
+      }
+    });
+  }
+}
+
+void RemoteLinks::post(int to, int box, std::vector<std::byte> bytes) {
+  Impl& impl = *impl_;
+  auto header = std::make_shared<MessageHeader>(MessageHeader{box, bytes.size()});
+  auto payload = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+  std::lock_guard lock(impl.post_mutex);
+  if (impl.messages_closed) return;  // the run has ended here: nothing can receive it
+  impl.submit(true, header.get(), sizeof *header, to, message_tag(impl.run), header);
+  if (!payload->empty()) {
+    std::vector<std::shared_ptr<Op>> ops;
+    impl.send_bytes(ops, payload->data(), payload->size(), to, message_tag(impl.run), payload);
+  }
+}
+
+void RemoteLinks::max_all(std::vector<int>& values) {
+  if (values.empty()) return;
+  int rc = MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX, impl_->comm);
+  if (rc != MPI_SUCCESS) throw MpiError("MPI_Allreduce failed", rc);
+}
+
 void RemoteLinks::finish() {
   Impl& impl = *impl_;
+  if (impl.messages && !impl.cancelled) {
+    // This rank's tasks are done: no message will leave here any more; close the peers' receivers.
+    for (int peer = 0; peer < impl.size; ++peer)
+      if (peer != impl.rank) post(peer, -1, {});
+  }
+  {
+    std::lock_guard lock(impl.post_mutex);
+    impl.messages_closed = true;
+  }
   for (auto& w : impl.workers)
     if (w.joinable()) w.join();
   impl.workers.clear();

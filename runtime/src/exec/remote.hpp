@@ -14,6 +14,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exec/channel.hpp"
 #include "trace/trace.hpp"
@@ -30,11 +31,18 @@ class RemoteLinks {
   RemoteLinks(const RemoteLinks&) = delete;
   RemoteLinks& operator=(const RemoteLinks&) = delete;
 
-  /// Tokens popped from `source` are sent to rank `to` (edge ids come from the graph's order);
-  /// with `nccl`, device arrays go GPU to GPU through NCCL (headers still over MPI).
-  void add_sender(const Edge& edge, Channel* source, int to, const Graph& graph, bool nccl);
+  /// Tokens popped from `source` are sent to rank `to` (`link`: the link's number, the same on
+  /// every rank); with `nccl`, device arrays go GPU to GPU through NCCL (headers still over MPI).
+  void add_sender(int link, Channel* source, int to, bool nccl);
   /// Tokens received from rank `from` are pushed into `sink`.
-  void add_receiver(const Edge& edge, Channel* sink, int from, const Graph& graph, bool nccl);
+  void add_receiver(int link, Channel* sink, int from, bool nccl);
+  /// Messages beside the edges (migration commands and state): one receiver thread per peer calls
+  /// `deliver(box, bytes)` for each. Call before start(), on every rank of the run alike.
+  void enable_messages(std::function<void(int box, std::vector<std::byte> bytes)> deliver);
+  /// Sends a message to `box` of rank `to` without waiting; messages to one rank arrive in order.
+  void post(int to, int box, std::vector<std::byte> bytes);
+  /// Collective: element-wise maximum over all ranks.
+  void max_all(std::vector<int>& values);
   /// The communicator every run uses (collective calls such as NCCL's bootstrap go over it).
   static MPI_Comm communicator();
   /// Messages outside edges (a partition's halo rows), posted by the progress thread. `channel`

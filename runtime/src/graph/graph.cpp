@@ -80,6 +80,21 @@ void Graph::place(const Task& task, Place where) {
   placements_.emplace_back(&task, where);
 }
 
+void Graph::migratable(const Task& task, std::vector<Place> candidates) {
+  if (std::none_of(tasks_.begin(), tasks_.end(), [&](const auto& t) { return t.get() == &task; }))
+    throw ConfigError("migratable: task '" + task.name() + "' was not added to this graph");
+  if (task.inputs().empty())
+    throw ConfigError("migratable: task '" + task.name() + "' has no input (sources cannot migrate)");
+  if (task.routes() || !task.moves_data())
+    throw ConfigError("migratable: task '" + task.name() + "' only routes values (farm scatter/gather)");
+  for (auto& m : migratables_)
+    if (m.task == &task) {
+      m.candidates = std::move(candidates);
+      return;
+    }
+  migratables_.push_back({&task, std::move(candidates)});
+}
+
 std::optional<Place> Graph::requested_place(const Task& task) const {
   for (const auto& [t, p] : placements_)
     if (t == &task) return p;

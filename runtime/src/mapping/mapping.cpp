@@ -17,7 +17,7 @@ std::string Mapping::to_yaml(int ranks) const {
   out << "# effective mapping written by weft\nranks: " << ranks << "\nplaces:\n";
   for (const auto& [task, p] : places_)
     out << "  \"" << task << "\": {rank: " << p.rank << ", device: "
-        << (p.is_gpu() ? "gpu:" + std::to_string(p.device) : std::string("cpu")) << "}\n";
+        << Place{p.kind, p.device, 0}.str() << "}\n";
   return out.str();
 }
 

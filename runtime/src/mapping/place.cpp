@@ -7,7 +7,7 @@
 namespace weft {
 
 std::string Place::str() const {
-  std::string d = kind == cpu ? "cpu" : "gpu:" + std::to_string(device);
+  std::string d = kind == gpu ? "gpu:" + std::to_string(device) : device == 0 ? "cpu" : "cpu:" + std::to_string(device);
   return rank == 0 ? d : "rank:" + std::to_string(rank) + "/" + d;
 }
 
@@ -34,13 +34,16 @@ Place Place::parse(std::string_view text, int default_rank) {
   }
   if (rest == "cpu") {
     p.kind = cpu;
+  } else if (rest.starts_with("cpu:")) {  // a second worker group on the same host memory
+    p.kind = cpu;
+    p.device = parse_int(rest.substr(4), text);
   } else if (rest.starts_with("gpu:")) {
     p.kind = gpu;
     p.device = parse_int(rest.substr(4), text);
   } else if (rest == "gpu") {
     p.kind = gpu;
   } else {
-    throw ConfigError("bad place '" + std::string(text) + "': expected cpu, gpu:K, rank:R/cpu or rank:R/gpu:K");
+    throw ConfigError("bad place '" + std::string(text) + "': expected cpu, cpu:K, gpu:K, rank:R/cpu or rank:R/gpu:K");
   }
   return p;
 }

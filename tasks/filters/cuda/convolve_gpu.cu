@@ -1,8 +1,11 @@
 // CUDA convolution: full kernels through a shared-memory tile with register blocking (each thread
 // accumulates rows_per_thread outputs in fp32), separable kernels as a row pass into an fp32
-// scratch image and a column pass. Weights are read from global memory (broadcast, cached).
+// scratch image and a column pass; weights read from global memory (broadcast, cached). Small
+// kernels go to the streaming kernels of convolve_stream_launch.cuh (weights by value). Methods are
+// chosen by the policy (filters_gpu.cuh) or forced by name (benchmarks, tests).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "filters_gpu.cuh"
@@ -224,43 +227,70 @@ void convolve_blocked(const T* src, T* dst, device::Extent e, const float* w, in
   check_launch("convolve_blocked_kernel", stream);
 }
 
+[[noreturn]] void unknown_method(std::string_view what, std::string_view name) {
+  throw ConfigError(std::string(what) + ": method '" + std::string(name) +
+                    "' does not exist for this size (see convolve_methods / separable_methods)");
+}
+
 template <class T>
-void convolve_typed(const void* in, void* out, device::Extent e, const float* w, int ksize, int border,
-                    cudaStream_t stream) {
-  const device::ConvolvePolicy p = device::convolve_policy(90);
+void convolve_typed(const void* in, void* out, device::Extent e, const float* h_w, const float* d_w, int ksize,
+                    int border, cudaStream_t stream, std::string_view name) {
+  constexpr device::ConvolvePolicy p = device::convolve_policy(90);
   const int r = ksize / 2;
+  const T* src = static_cast<const T*>(in);
+  T* dst = static_cast<T*>(out);
+  device::Method m = device::parse_method(name);
+  if (name.empty()) {
+    m = {"tile"};
+    if (p.blocked && r <= p.blocked_max_radius) m = {"blocked"};
+    if (r <= p.stream_max_radius) m = {"stream", p.stream_rows_for(e.slices * e.ny * e.nx)};
+    if (ksize >= p.fft_min_size) m = {"fft"};
+  }
+  if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
+  if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
+    return device::launch_convolve_stream(src, dst, e, h_w, ksize, m.rows, border, stream);
+  if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {
+    switch (r) {
+      case 0: return convolve_blocked<0>(src, dst, e, d_w, border, stream);
+      case 1: return convolve_blocked<1>(src, dst, e, d_w, border, stream);
+      case 2: return convolve_blocked<2>(src, dst, e, d_w, border, stream);
+      case 3: return convolve_blocked<3>(src, dst, e, d_w, border, stream);
+      case 4: return convolve_blocked<4>(src, dst, e, d_w, border, stream);
+      default: return convolve_blocked<5>(src, dst, e, d_w, border, stream);
+    }
+  }
+  if (m.kind != "tile" || m.rows != 0) unknown_method("convolve", name);
   const int rows = p.block_y * kConvRows;
   const dim3 block(p.block_x, p.block_y);
   const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
                   static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
   const std::size_t shared = sizeof(float) * (rows + 2 * r) * (p.block_x + 2 * r);
   // Largest tile (r = 31): 94 × 94 floats = 35 KB, under the 48 KB default: no opt-in needed.
-  const T* src = static_cast<const T*>(in);
-  T* dst = static_cast<T*>(out);
-  if (p.blocked && r <= p.blocked_max_radius) {
-    switch (r) {
-      case 0: return convolve_blocked<0>(src, dst, e, w, border, stream);
-      case 1: return convolve_blocked<1>(src, dst, e, w, border, stream);
-      case 2: return convolve_blocked<2>(src, dst, e, w, border, stream);
-      case 3: return convolve_blocked<3>(src, dst, e, w, border, stream);
-      case 4: return convolve_blocked<4>(src, dst, e, w, border, stream);
-      default: return convolve_blocked<5>(src, dst, e, w, border, stream);
-    }
-  }
   switch (r) {
-    case 1: device::convolve_kernel<1, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
-    case 2: device::convolve_kernel<2, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
-    case 3: device::convolve_kernel<3, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
-    default: device::convolve_kernel<0, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, w, r, border); break;
+    case 1: device::convolve_kernel<1, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 2: device::convolve_kernel<2, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 3: device::convolve_kernel<3, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    default: device::convolve_kernel<0, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
   }
   check_launch("convolve_kernel", stream);
 }
 
 template <class T>
-void separable_typed(const void* in, void* out, float* scratch, device::Extent e, const float* row_w,
-                     const float* col_w, int ksize, int border, cudaStream_t stream) {
+void separable_typed(const void* in, void* out, float* scratch, device::Extent e, const float* h_row,
+                     const float* h_col, const float* row_w, const float* col_w, int ksize, int border,
+                     cudaStream_t stream, std::string_view name) {
   const device::SeparablePolicy p = device::separable_policy(90);
   const int r = ksize / 2;
+  device::Method m = device::parse_method(name);
+  if (name.empty()) {
+    m = {"two_pass"};
+    if (r <= p.fused_max_radius) m = {"fused", device::convolve_policy(90).stream_rows_for(e.slices * e.ny * e.nx)};
+  }
+  if (m.kind == "fused" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kFusedMaxRadius)
+    return device::launch_separable_stream(static_cast<const T*>(in), static_cast<T*>(out), e, h_row, h_col, ksize,
+                                           m.rows, border, stream);
+  if (m.kind != "two_pass" || m.rows != 0) unknown_method("convolve_separable", name);
+  if (scratch == nullptr) throw ConfigError("convolve_separable: the two-pass method needs a scratch image");
   const dim3 block(p.block_x, p.block_y);
   const int cols = p.block_x * kSepCols;
   const dim3 row_grid(static_cast<unsigned>((e.nx + cols - 1) / cols),
@@ -289,23 +319,44 @@ template <class F> void dispatch(DType t, F&& f) {
 }  // namespace
 
 void gpu::launch_convolve(const void* d_in, void* d_out, DType type, long long slices, long long ny, long long nx,
-                          const float* d_kernel, int ksize, Border b, cudaStream_t stream) {
+                          const float* h_kernel, const float* d_kernel, int ksize, Border b, cudaStream_t stream,
+                          std::string_view method) {
   if (ksize < 1 || ksize > 63 || ksize % 2 == 0) throw ConfigError("convolve: unsupported size " + std::to_string(ksize));
   if (slices * ny * nx == 0) return;
   dispatch(type, [&](auto tag) {
-    convolve_typed<decltype(tag)>(d_in, d_out, {slices, ny, nx}, d_kernel, ksize, static_cast<int>(b), stream);
+    convolve_typed<decltype(tag)>(d_in, d_out, {slices, ny, nx}, h_kernel, d_kernel, ksize, static_cast<int>(b), stream,
+                                  method);
   });
 }
 
 void gpu::launch_convolve_separable(const void* d_in, void* d_out, float* d_scratch, DType type, long long slices,
-                                    long long ny, long long nx, const float* d_row, const float* d_column, int ksize,
-                                    Border b, cudaStream_t stream) {
+                                    long long ny, long long nx, const float* h_row, const float* h_column,
+                                    const float* d_row, const float* d_column, int ksize, Border b,
+                                    cudaStream_t stream, std::string_view method) {
   if (ksize < 1 || ksize > 63 || ksize % 2 == 0) throw ConfigError("convolve: unsupported size " + std::to_string(ksize));
   if (slices * ny * nx == 0) return;
   dispatch(type, [&](auto tag) {
-    separable_typed<decltype(tag)>(d_in, d_out, d_scratch, {slices, ny, nx}, d_row, d_column, ksize,
-                                   static_cast<int>(b), stream);
+    separable_typed<decltype(tag)>(d_in, d_out, d_scratch, {slices, ny, nx}, h_row, h_column, d_row, d_column, ksize,
+                                   static_cast<int>(b), stream, method);
   });
 }
+
+std::vector<std::string> gpu::convolve_methods(int ksize) {
+  const int r = ksize / 2;
+  std::vector<std::string> names{"tile", "fft"};
+  if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");
+  if (r <= device::kStreamMaxRadius)
+    for (const char* n : {"stream4", "stream8", "stream16"}) names.emplace_back(n);
+  return names;
+}
+
+std::vector<std::string> gpu::separable_methods(int ksize) {
+  std::vector<std::string> names{"two_pass"};
+  if (ksize / 2 <= device::kFusedMaxRadius)
+    for (const char* n : {"fused4", "fused8", "fused16"}) names.emplace_back(n);
+  return names;
+}
+
+bool gpu::separable_needs_scratch(int ksize) { return ksize / 2 > device::separable_policy(90).fused_max_radius; }
 
 }  // namespace weft::filters

@@ -54,7 +54,8 @@ Array convolve(const Array& d_in, const std::vector<float>& kernel, int ksize, B
   Array out = Array::device(d_in.dtype(), d_in.shape(), device, stream);
   const Array w = upload(kernel, device, stream);
   const Dims d = dims_of(d_in.shape());
-  launch_convolve(d_in.raw(), out.raw(), d_in.dtype(), d.slices, d.ny, d.nx, w.data<float>(), ksize, b, stream);
+  launch_convolve(d_in.raw(), out.raw(), d_in.dtype(), d.slices, d.ny, d.nx, kernel.data(), w.data<float>(), ksize, b,
+                  stream);
   return out;  // `w` returns to the pool ordered on `stream`, after the kernel
 }
 
@@ -64,12 +65,15 @@ Array convolve_separable(const Array& d_in, const std::vector<float>& row, const
   check_convolve_args(d_in, column.size(), ksize, true);
   const int device = device_of(d_in);
   Array out = Array::device(d_in.dtype(), d_in.shape(), device, stream);
-  Array scratch = Array::device(DType::f32, d_in.shape(), device, stream);
+  const bool two_pass = separable_needs_scratch(ksize);
+  Array scratch;  // only for the two-pass kernels
+  if (two_pass) scratch = Array::device(DType::f32, d_in.shape(), device, stream);
   const Array w_row = upload(row, device, stream);
   const Array w_col = upload(column, device, stream);
   const Dims d = dims_of(d_in.shape());
-  launch_convolve_separable(d_in.raw(), out.raw(), scratch.data<float>(), d_in.dtype(), d.slices, d.ny, d.nx,
-                            w_row.data<float>(), w_col.data<float>(), ksize, b, stream);
+  launch_convolve_separable(d_in.raw(), out.raw(), two_pass ? scratch.data<float>() : nullptr, d_in.dtype(),
+                            d.slices, d.ny, d.nx, row.data(), column.data(), w_row.data<float>(), w_col.data<float>(),
+                            ksize, b, stream);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // CUDA entry point: input conversion, the device pyramid and the coarse-to-fine loop over scales
 // and warps. Everything stays on the device on one stream; the host reads the stopping
 // criterion back every FlowPolicy::check_every iterations only (and never when epsilon == 0).
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -38,6 +39,40 @@ template <class T> class DeviceBuffer {
   cudaStream_t stream_;
 };
 
+// CUDA events between the stages of one call, when a benchmark asks for StageTimes; nothing
+// otherwise. The interval from one enter() to the next is added to the stage entered first.
+class StageClock {
+ public:
+  StageClock(StageTimes* out, cudaStream_t s) : out_(out), stream_(s) {}
+  ~StageClock() {
+    for (auto& m : marks_) cudaEventDestroy(m.first);
+  }
+  StageClock(const StageClock&) = delete;
+  StageClock& operator=(const StageClock&) = delete;
+  void enter(double StageTimes::*stage) {
+    if (!out_) return;
+    cudaEvent_t e = nullptr;
+    WEFT_CUDA_CHECK(cudaEventCreate(&e));
+    marks_.emplace_back(e, stage);
+    WEFT_CUDA_CHECK(cudaEventRecord(e, stream_));
+  }
+  void finish() {
+    if (!out_ || marks_.empty()) return;
+    enter(nullptr);
+    WEFT_CUDA_CHECK(cudaEventSynchronize(marks_.back().first));
+    for (std::size_t i = 0; i + 1 < marks_.size(); ++i) {
+      float ms = 0;
+      WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[i].first, marks_[i + 1].first));
+      (*out_).*(marks_[i].second) += ms;
+    }
+  }
+
+ private:
+  StageTimes* out_;
+  cudaStream_t stream_;
+  std::vector<std::pair<cudaEvent_t, double StageTimes::*>> marks_;
+};
+
 struct Level {
   int w, h;
   [[nodiscard]] std::size_t n() const { return static_cast<std::size_t>(w) * h; }
@@ -59,7 +94,8 @@ void iterate(const FlowParams& prm, const gpu::FlowPolicy& policy, float* d_err,
 }
 
 template <class S>
-void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, float2* out, cudaStream_t s) {
+void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, float2* out, cudaStream_t s,
+           StageClock& clock) {
   using P = gpu::Pair_t<S>;
   int device = 0, major = 9;
   WEFT_CUDA_CHECK(cudaGetDevice(&device));
@@ -70,26 +106,38 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
   for (int k = 1; k < levels; ++k) lv.push_back({detail::zoomed_size(lv.back().w, prm.zoom), detail::zoomed_size(lv.back().h, prm.zoom)});
   const std::size_t n0 = lv[0].n();
 
-  // Pyramid: built in float, stored in S.
-  DeviceBuffer<float> tmp(5 * n0, s), fa(n0, s), fb(n0, s);
+  // Pyramid: built in float, stored in S, once per call (both frames, every level).
+  clock.enter(&StageTimes::pyramid);
+  DeviceBuffer<float> tmp(prm.method == Method::tvl1 ? n0 : 5 * n0, s), fa(n0, s), fb(n0, s);
   std::vector<DeviceBuffer<S>> i0, i1;
   const gpu::Gauss1D pre = gpu::gaussian_weights(prm.presmooth), same = gpu::gaussian_weights(0),
-                     aa = gpu::gaussian_weights(0.6 * std::sqrt(1.0 / (prm.zoom * prm.zoom) - 1.0));
+                     aa = gpu::gaussian_weights(detail::antialias_sigma(prm));
   for (float* frame : {f0, f1}) {
     auto& pyr = frame == f0 ? i0 : i1;
-    gpu::launch_gaussian<float, float>(pre, frame, tmp.get(), fa.get(), width, height, s);
+    float *level = fa.get(), *spare = fb.get();
+    if (pre.radius > 0)
+      gpu::launch_gaussian<float, float>(pre, frame, tmp.get(), level, width, height, s);
+    else
+      level = frame;  // read the converted frame directly
     for (int k = 0; k < levels; ++k) {
       if (k > 0) {
-        gpu::launch_gaussian<float, float>(aa, fa.get(), tmp.get(), fb.get(), lv[k - 1].w, lv[k - 1].h, s);
-        gpu::launch_resize<float>(fb.get(), lv[k - 1].w, lv[k - 1].h, fa.get(), lv[k].w, lv[k].h, s);
+        const float* src = level;
+        if (aa.radius > 0) {
+          gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
+          src = spare;
+        }
+        float* dst = src == fa.get() ? fb.get() : fa.get();
+        gpu::launch_resize<float>(src, lv[k - 1].w, lv[k - 1].h, dst, lv[k].w, lv[k].h, s);
+        level = dst;
+        spare = dst == fa.get() ? fb.get() : fa.get();
       }
       pyr.emplace_back(lv[k].n(), s);
-      gpu::launch_gaussian<float, S>(same, fa.get(), tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
+      gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
     }
   }
 
   DeviceBuffer<float2> ua(n0, s), ub(n0, s);
-  DeviceBuffer<S> gx(n0, s), gy(n0, s), rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
+  DeviceBuffer<S> gx(n0, s), gy(n0, s), g0x(n0, s), g0y(n0, s), rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
   DeviceBuffer<P> grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
   DeviceBuffer<float> err(prm.iterations, s);
   ua.zero(lv.back().n());
@@ -97,28 +145,54 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
   float2 *u = ua.get(), *u_next = ub.get();
   P *p1 = p1a.get(), *p1n = p1b.get(), *p2 = p2a.get(), *p2n = p2b.get();
 
+  // TV-L1 without a stopping test (epsilon 0) runs its iterations in fused batches that end
+  // where the median filter runs; with a stopping test, one iteration per launch.
+  const bool fused = prm.method == Method::tvl1 && prm.epsilon == 0;
   for (int k = levels - 1; k >= 0; --k) {
     const int w = lv[k].w, h = lv[k].h;
     const std::size_t n = lv[k].n();
+    clock.enter(&StageTimes::upsample);
     if (k < levels - 1) {
       gpu::launch_resize_flow(u, lv[k + 1].w, lv[k + 1].h, u_next, w, h, s);
       std::swap(u, u_next);
     }
+    clock.enter(&StageTimes::warp);
+    gpu::launch_gradient<S>(i0[k].get(), g0x.get(), g0y.get(), w, h, s);
     gpu::launch_gradient<S>(i1[k].get(), gx.get(), gy.get(), w, h, s);
-    WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
-    WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
+    if (!fused) {
+      WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
+      WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
+    }
     const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(n));
     for (int warp = 0; warp < prm.warps; ++warp) {
-      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), gx.get(), gy.get(), u, grad.get(), rho_c.get(), w, h, s);
-      err.zero(prm.iterations);
+      clock.enter(&StageTimes::warp);
+      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), {gx.get(), gy.get(), g0x.get(), g0y.get()}, u, grad.get(),
+                          rho_c.get(), w, h, s);
+      if (!fused) err.zero(prm.iterations);
       // Median filter at the start of the warp and every median_interval iterations (skipped on
       // the device once the iteration has converged, as the CPU loop stops).
       auto median = [&](int it) {
         if (prm.median <= 1 || it % prm.median_interval != 0) return;
-        gpu::launch_median_flow(u, u_next, prm.median, err.get(), it, stop_sum, w, h, s);
+        clock.enter(&StageTimes::median);
+        gpu::launch_median_flow(u, u_next, prm.median, fused ? nullptr : err.get(), it, stop_sum, w, h, s);
         std::swap(u, u_next);
+        clock.enter(&StageTimes::iterations);
       };
-      if (prm.method == Method::tvl1) {
+      clock.enter(&StageTimes::iterations);
+      if (fused) {
+        const gpu::Tvl1Step c{static_cast<float>(prm.lambda * 255.0 * prm.theta), static_cast<float>(prm.theta),
+                              static_cast<float>(prm.tau / prm.theta), stop_sum};
+        const int batch = gpu::kFusedTvl1Sm90.steps;
+        for (int it = 0; it < prm.iterations;) {
+          median(it);
+          int steps = std::min(batch, prm.iterations - it);
+          if (prm.median > 1) steps = std::min(steps, prm.median_interval - it % prm.median_interval);
+          gpu::launch_tvl1_fused<S>(c, u, u_next, p1, p2, p1n, p2n, grad.get(), rho_c.get(), steps, warp == 0 && it == 0,
+                                    w, h, s);
+          std::swap(u, u_next), std::swap(p1, p1n), std::swap(p2, p2n);
+          it += steps;
+        }
+      } else if (prm.method == Method::tvl1) {
         const gpu::Tvl1Step c{static_cast<float>(prm.lambda * 255.0 * prm.theta), static_cast<float>(prm.theta),
                               static_cast<float>(prm.tau / prm.theta), stop_sum};
         iterate(prm, policy, err.get(), stop_sum, [&](int it) {
@@ -139,15 +213,23 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
       }
     }
   }
+  clock.enter(&StageTimes::upsample);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(out, u, n0 * sizeof(float2), cudaMemcpyDeviceToDevice, s));
 }
 
 }  // namespace
 
 Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream) {
+  return compute_cuda(frame0, frame1, params, stream, nullptr);
+}
+
+Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
+                   StageTimes* times) {
   check_frames(frame0, frame1);
   validate(params);
   auto s = static_cast<cudaStream_t>(stream);
+  StageClock clock(times, s);
+  clock.enter(&StageTimes::input);
   const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
   const long n = static_cast<long>(w) * h;
   int device = frame0.memory().is_host() ? -1 : frame0.memory().device_index;
@@ -166,9 +248,10 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
   if (detail::intensity_scale(frame0.dtype()) == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
   Array out = Array::device(DType::f32, Shape(h, w, 2), device, s);
   if (params.precision == Precision::fp16)
-    solve<__half>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s);
+    solve<__half>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s, clock);
   else
-    solve<float>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s);
+    solve<float>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s, clock);
+  clock.finish();
   return out;
 }
 

@@ -19,6 +19,22 @@ static_assert(kPolicySm90.tile_w % 32 == 0 && kPolicySm90.tile_w * kPolicySm90.t
 [[nodiscard]] inline FlowPolicy policy_for(int /*compute_capability*/) { return kPolicySm90; }
 inline constexpr int kTileW = kPolicySm90.tile_w, kTileH = kPolicySm90.tile_h;
 
+// Fused TV-L1 iterations (tvl1_fused_gpu.cu): output tile tile_w x tile_h, up to `steps`
+// iterations per launch over a halo of `steps` pixels, block_w x block_h threads looping over the
+// region. 32x16 with 5 steps: 42x26 cells, 1.7x the centre's work for 5 global round trips
+// saved; 39 KiB of static shared memory in fp32. To be tuned from bench/results/flow.json.
+struct FusedTvl1Policy {
+  int tile_w = 32;
+  int tile_h = 16;
+  int steps = 5;
+  int block_w = 32;
+  int block_h = 8;
+};
+inline constexpr FusedTvl1Policy kFusedTvl1Sm90{};
+static_assert(kFusedTvl1Sm90.block_w % 32 == 0 && kFusedTvl1Sm90.block_w * kFusedTvl1Sm90.block_h <= 1024);
+static_assert(kFusedTvl1Sm90.steps >= 1 && 30 % kFusedTvl1Sm90.steps == 0,
+              "steps should divide the default median interval (30) so batches end where the median runs");
+
 // Storage traits: S is float (fp32) or __half (fp16); pairs are float2 or __half2.
 template <class S> struct Pair;
 template <> struct Pair<float> { using type = float2; };
@@ -39,11 +55,16 @@ void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w
 template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);
 void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
 template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h, cudaStream_t s);
-// Frame 1 and its gradients warped by the flow: grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+// Frame 1 warped by the flow and the data term's gradient (mean of frame 1's warped gradient
+// and frame 0's): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+template <class S> struct LevelGradients {
+  const S *x1, *y1, *x0, *y0;
+};
 template <class S>
-void launch_warp(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad, S* rho_c,
-                 int w, int h, cudaStream_t s);
-// Median of the flow; a no-op copy when iteration n is past the stopping point (see below).
+void launch_warp(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad, S* rho_c, int w,
+                 int h, cudaStream_t s);
+// Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
+// err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
                         cudaStream_t s);
 
@@ -56,6 +77,12 @@ template <class S>
 void launch_tvl1_iteration(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                            const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
                            const S* rho_c, float* err, int n, int w, int h, cudaStream_t s);
+// `steps` (1..kFusedTvl1Sm90.steps) iterations in one launch, without stopping test; zero_duals:
+// read the duals as zero (first launch of a level) instead of clearing them beforehand.
+template <class S>
+void launch_tvl1_fused(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
+                       const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
+                       const S* rho_c, int steps, bool zero_duals, int w, int h, cudaStream_t s);
 // Structure tensor J = (Ix^2, IxIy, Iy^2, Ix It, Iy It) in 5 planes of w*h (float, before smoothing).
 template <class S> void launch_tensor(const Pair_t<S>* grad, const S* rho_c, float* j, int w, int h, cudaStream_t s);
 template <class S>

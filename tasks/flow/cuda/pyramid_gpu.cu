@@ -38,6 +38,10 @@ __global__ void normalise_kernel(float* a, float* b, long n, const float* lo_a, 
   a[i] = (a[i] - lo) * scale;
   b[i] = (b[i] - lo) * scale;
 }
+template <class In, class Out> __global__ void convert_kernel(const In* in, Out* out, long n) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = st<Out>(ld(in[i]));
+}
 template <class In> __global__ void blur_rows_kernel(Gauss1D g, const In* in, float* out, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
@@ -75,7 +79,7 @@ template <class S> __global__ void gradient_kernel(const S* in, S* gx, S* gy, in
   gy[r + x] = st<S>(0.5f * (ld(in[long(device::clamp_index(y + 1, h)) * w + x]) - ld(in[long(device::clamp_index(y - 1, h)) * w + x])));
 }
 template <class S>
-__global__ void warp_kernel(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad,
+__global__ void warp_kernel(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad,
                             S* rho_c, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
@@ -83,7 +87,8 @@ __global__ void warp_kernel(const S* i0, const S* i1, const S* gx, const S* gy, 
   const float2 f = flow[i];
   const float sx = x + f.x, sy = y + f.y;
   const float iw = device::bicubic<float>(i1, w, h, sx, sy);
-  const float ix = device::bicubic<float>(gx, w, h, sx, sy), iy = device::bicubic<float>(gy, w, h, sx, sy);
+  const float ix = device::warped_gradient<float>(device::bicubic<float>(g.x1, w, h, sx, sy), ld(g.x0[i]));
+  const float iy = device::warped_gradient<float>(device::bicubic<float>(g.y1, w, h, sx, sy), ld(g.y0[i]));
   grad[i] = st2<Pair_t<S>>(ix, iy);
   rho_c[i] = st<S>(iw - ix * f.x - iy * f.y - ld(i0[i]));
 }
@@ -91,7 +96,7 @@ __global__ void median_flow_kernel(const float2* in, float2* out, int size, cons
                                    int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
-  if (it > 0 && err[it - 1] <= stop) {
+  if (err && it > 0 && err[it - 1] <= stop) {
     out[long(y) * w + x] = in[long(y) * w + x];
     return;
   }
@@ -138,6 +143,12 @@ void launch_normalise(float* a, float* b, long n, cudaStream_t s) {
 
 template <class In, class Out>
 void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s) {
+  if (g.radius == 0) {  // no blur: one conversion pass instead of two
+    const long n = static_cast<long>(w) * h;
+    convert_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(in, out, n);
+    check_launch("flow.convert_kernel", s);
+    return;
+  }
   blur_rows_kernel<<<grid2(w, h), kBlock, 0, s>>>(g, in, tmp, w, h);
   check_launch("flow.blur_rows_kernel", s);
   blur_cols_kernel<<<grid2(w, h), kBlock, 0, s>>>(g, tmp, out, w, h);
@@ -160,9 +171,9 @@ template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h,
 }
 
 template <class S>
-void launch_warp(const S* i0, const S* i1, const S* gx, const S* gy, const float2* flow, Pair_t<S>* grad, S* rho_c,
-                 int w, int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, gx, gy, flow, grad, rho_c, w, h);
+void launch_warp(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad, S* rho_c, int w,
+                 int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g, flow, grad, rho_c, w, h);
   check_launch("flow.warp_kernel", s);
 }
 
@@ -176,7 +187,7 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
   template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
   template void launch_resize<S>(const S*, int, int, S*, int, int, cudaStream_t);                                 \
   template void launch_gradient<S>(const S*, S*, S*, int, int, cudaStream_t);                                     \
-  template void launch_warp<S>(const S*, const S*, const S*, const S*, const float2*, Pair_t<S>*, S*, int, int,   \
+  template void launch_warp<S>(const S*, const S*, LevelGradients<S>, const float2*, Pair_t<S>*, S*, int, int,     \
                                cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)

@@ -58,10 +58,10 @@ template <class T> Plane<T> resize(const Plane<T>& in, int w, int h, T scale, bo
   return out;
 }
 
-// Anti-aliased downsampling by `zoom` (Gaussian sigma = 0.6 sqrt(1/zoom^2 - 1), as IPOL).
-template <class T> Plane<T> zoom_out(const Plane<T>& in, double zoom, bool parallel) {
-  const double sigma = 0.6 * std::sqrt(1.0 / (zoom * zoom) - 1.0);
-  return resize(gaussian(in, sigma, parallel), zoomed_size(in.w, zoom), zoomed_size(in.h, zoom), T(1), parallel);
+// Downsampling by params.zoom after the anti-aliasing blur of antialias_sigma (none by default).
+template <class T> Plane<T> zoom_out(const Plane<T>& in, const FlowParams& prm, bool parallel) {
+  return resize(gaussian(in, antialias_sigma(prm), parallel), zoomed_size(in.w, prm.zoom), zoomed_size(in.h, prm.zoom),
+                T(1), parallel);
 }
 
 // Centred differences with replicated borders.

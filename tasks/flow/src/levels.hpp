@@ -1,6 +1,7 @@
 #pragma once
 // Pyramid sizes and input scaling shared by the CPU solvers and the CUDA driver (no OpenMP here).
 #include <algorithm>
+#include <cmath>
 
 #include "weft/data/dtype.hpp"
 #include "weft/tasks/flow/params.hpp"
@@ -11,6 +12,12 @@ namespace weft::flow::detail {
 // conversion); 0 for floating-point frames, which are normalised jointly by their min/max.
 inline float intensity_scale(DType t) {
   return t == DType::u8 ? 1.f / 255.f : (t == DType::u16 ? 1.f / 65535.f : 0.f);
+}
+
+// Gaussian sigma applied before zooming out by `zoom`: params.antialias * sqrt(1/zoom^2 - 1)
+// (IPOL: 0.6; 0, the default, blurs nothing, as OpenCV's pyramid).
+inline double antialias_sigma(const FlowParams& prm) {
+  return prm.antialias * std::sqrt(1.0 / (prm.zoom * prm.zoom) - 1.0);
 }
 
 // Size of the next (coarser) level: round(n * zoom).

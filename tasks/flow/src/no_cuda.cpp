@@ -10,4 +10,8 @@ Array compute_cuda(const Array&, const Array&, const FlowParams&, void*) {
   throw ConfigError("flow: this build has no CUDA support (use --devices cpu)");
 }
 
+Array compute_cuda(const Array& a, const Array& b, const FlowParams& p, void* s, StageTimes*) {
+  return compute_cuda(a, b, p, s);
+}
+
 }  // namespace weft::flow

@@ -51,6 +51,7 @@ void require(bool ok, const char* name, double value, const char* range) {
 void validate(const FlowParams& p) {
   require(p.scales >= 1 && p.scales <= 20, "scales", p.scales, "in [1, 20]");
   require(p.zoom > 0 && p.zoom < 1, "zoom", p.zoom, "in (0, 1)");
+  require(p.antialias >= 0 && p.antialias <= 2, "antialias", p.antialias, "in [0, 2]");
   require(p.warps >= 1, "warps", p.warps, ">= 1");
   require(p.iterations >= 1, "iterations", p.iterations, ">= 1");
   require(p.epsilon >= 0 && std::isfinite(p.epsilon), "epsilon", p.epsilon, ">= 0");

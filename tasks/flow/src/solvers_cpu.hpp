@@ -12,21 +12,32 @@ template <class T> struct Flow {
   Plane<T> u, v;
 };
 
-// Frame 1 and its gradients warped by the flow (bicubic), as IPOL does.
+// Centred gradients of both frames of one level.
+template <class T> struct Gradients {
+  Plane<T> x0, y0, x1, y1;
+};
+template <class T> Gradients<T> gradients(const Plane<T>& i0, const Plane<T>& i1, bool parallel) {
+  Gradients<T> g;
+  gradient(i0, g.x0, g.y0, parallel);
+  gradient(i1, g.x1, g.y1, parallel);
+  return g;
+}
+
+// Frame 1 warped by the flow (bicubic, as IPOL and OpenCV) and the gradient of the linearised
+// data term: the mean of frame 0's gradient and frame 1's gradient warped (device::warped_gradient).
 template <class T> struct Warped {
   Plane<T> i1w, ix, iy;
 };
 
-template <class T>
-Warped<T> warp(const Plane<T>& i1, const Plane<T>& gx, const Plane<T>& gy, const Flow<T>& f, bool parallel) {
+template <class T> Warped<T> warp(const Plane<T>& i1, const Gradients<T>& g, const Flow<T>& f, bool parallel) {
   Warped<T> w{Plane<T>(i1.w, i1.h), Plane<T>(i1.w, i1.h), Plane<T>(i1.w, i1.h)};
 #pragma omp parallel for if (parallel)
   for (int y = 0; y < i1.h; ++y)
     for (int x = 0; x < i1.w; ++x) {
       const T sx = T(x) + f.u(y, x), sy = T(y) + f.v(y, x);
       w.i1w(y, x) = device::bicubic<T>(i1.v.data(), i1.w, i1.h, sx, sy);
-      w.ix(y, x) = device::bicubic<T>(gx.v.data(), i1.w, i1.h, sx, sy);
-      w.iy(y, x) = device::bicubic<T>(gy.v.data(), i1.w, i1.h, sx, sy);
+      w.ix(y, x) = device::warped_gradient<T>(device::bicubic<T>(g.x1.v.data(), i1.w, i1.h, sx, sy), g.x0(y, x));
+      w.iy(y, x) = device::warped_gradient<T>(device::bicubic<T>(g.y1.v.data(), i1.w, i1.h, sx, sy), g.y0(y, x));
     }
   return w;
 }
@@ -35,8 +46,7 @@ Warped<T> warp(const Plane<T>& i1, const Plane<T>& gx, const Plane<T>& gy, const
 template <class T>
 void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowParams& prm, bool parallel) {
   const int w = i0.w, h = i0.h;
-  Plane<T> gx, gy;
-  gradient(i1, gx, gy, parallel);
+  const Gradients<T> g = gradients(i0, i1, parallel);
   Plane<T> p11(w, h), p12(w, h), p21(w, h), p22(w, h), rho_c(w, h), v1(w, h), v2(w, h);
   const T lt = T(prm.lambda * 255.0 * prm.theta), theta = T(prm.theta), taut = T(prm.tau / prm.theta);
   const T eps2 = T(prm.epsilon * prm.epsilon);
@@ -46,7 +56,7 @@ void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowPa
     return dx + dy;
   };
   for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
-    const Warped<T> wd = warp(i1, gx, gy, f, parallel);
+    const Warped<T> wd = warp(i1, g, f, parallel);
 #pragma omp parallel for if (parallel)
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x)
@@ -89,12 +99,11 @@ void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowPa
 template <class T>
 void coupled_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowParams& prm, double rho, bool parallel) {
   const int w = i0.w, h = i0.h;
-  Plane<T> gx, gy;
-  gradient(i1, gx, gy, parallel);
+  const Gradients<T> g = gradients(i0, i1, parallel);
   const T a = T((prm.alpha / 255.0) * (prm.alpha / 255.0)), eps2 = T(prm.epsilon * prm.epsilon);
   Flow<T> next{Plane<T>(w, h), Plane<T>(w, h)};
   for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
-    const Warped<T> wd = warp(i1, gx, gy, f, parallel);
+    const Warped<T> wd = warp(i1, g, f, parallel);
     Plane<T> j11(w, h), j12(w, h), j22(w, h), j13(w, h), j23(w, h);
 #pragma omp parallel for if (parallel)
     for (int y = 0; y < h; ++y)
@@ -138,8 +147,8 @@ template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm
   const int levels = level_count(i0.w, i0.h, prm);
   std::vector<Plane<T>> p0{gaussian(i0, prm.presmooth, parallel)}, p1{gaussian(i1, prm.presmooth, parallel)};
   for (int s = 1; s < levels; ++s) {
-    p0.push_back(zoom_out(p0.back(), prm.zoom, parallel));
-    p1.push_back(zoom_out(p1.back(), prm.zoom, parallel));
+    p0.push_back(zoom_out(p0.back(), prm, parallel));
+    p1.push_back(zoom_out(p1.back(), prm, parallel));
   }
   Flow<T> f{Plane<T>(p0.back().w, p0.back().h), Plane<T>(p0.back().w, p0.back().h)};
   for (int s = levels - 1; s >= 0; --s) {

@@ -102,9 +102,9 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
   const DType dtype = stored_dtype(open.dataset.get(), where);
   const H5Handle file_space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
   std::vector<hsize_t> dims = detail::h5_extents(file_space.get(), where);
-  if (dims.size() != 2 && dims.size() != 3) {
+  if ((dims.size() != 2 && dims.size() != 3 && dims.size() != 4) || (dims.size() == 4 && nz != 1)) {
     throw ConfigError("cannot read a slab of " + where + ": it has " + std::to_string(dims.size()) +
-                      " axes (slabs need 2 or 3)");
+                      " axes (slabs need 2 or 3, or 4 with one element of axis 0)");
   }
   const auto extent = static_cast<std::int64_t>(dims[0]);
   if (z0 < 0 || nz < 1 || z0 + nz > extent) {
@@ -118,7 +118,9 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
            "H5Sselect_hyperslab", where);
   const H5Handle memory_space(
       h5_check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "H5Screate_simple", where));
-  Array out = Array::host(dtype, to_shape(dims, where));
+  // One element of a 4-D dataset comes back without its axis 0 (arrays have at most 3 axes).
+  const std::vector<hsize_t> out_dims = dims.size() == 4 ? std::vector<hsize_t>(dims.begin() + 1, dims.end()) : dims;
+  Array out = Array::host(dtype, to_shape(out_dims, where));
   if (out.size() > 0) {
     h5_check(H5Dread(open.dataset.get(), detail::memory_type(dtype), memory_space.get(), file_space.get(), H5P_DEFAULT,
                      out.raw()),

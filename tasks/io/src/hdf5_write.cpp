@@ -136,6 +136,20 @@ void H5Writer::create(const std::string& path, DType dtype, Shape shape, std::ve
   (void)create_dataset(file_, path, dtype, extents_of(shape), std::move(chunk_shape), compress, where);
 }
 
+void H5Writer::create(const std::string& path, DType dtype, const std::vector<std::int64_t>& extents,
+                      std::vector<std::int64_t> chunk_shape, bool compress) {
+  const std::string where = final_path_ + ":" + path;
+  if (extents.empty()) throw ConfigError("cannot create " + where + " with an empty shape");
+  std::vector<hsize_t> dims;
+  for (std::int64_t e : extents) {
+    if (e < 0) throw ConfigError("cannot create " + where + " with a negative extent " + std::to_string(e));
+    dims.push_back(static_cast<hsize_t>(e));
+  }
+  const detail::H5Lock lock;
+  check_open("create");
+  (void)create_dataset(file_, path, dtype, dims, std::move(chunk_shape), compress, where);
+}
+
 void H5Writer::write_slab(const std::string& path, std::int64_t z0, const Array& slab) {
   const std::string where = final_path_ + ":" + path;
   if (slab.empty()) throw ConfigError("cannot write an empty slab to " + where);

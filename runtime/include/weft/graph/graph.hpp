@@ -30,6 +30,12 @@ struct Farm {
   [[nodiscard]] std::pair<Task*, int> out(int port = 0) const { return {gather, port}; }
 };
 
+/// A task that may move between places while the graph runs (see Graph::migratable).
+struct MigratableTask {
+  const Task* task = nullptr;
+  std::vector<Place> candidates;  ///< empty: the default (see Graph::migratable)
+};
+
 struct Edge {
   Task* from = nullptr;
   int from_port = 0;
@@ -82,6 +88,13 @@ class Graph {
   void place(const Task& task, Place where);
   [[nodiscard]] std::optional<Place> requested_place(const Task& task) const;
 
+  /// Lets a task move between `candidates` while the graph runs (RunHandle::migrate, `weft ctl`,
+  /// --drain, --balance); empty: every place of the mapping where it can run, and every GPU of the
+  /// job if it has a CUDA implementation. The task needs an
+  /// input; a stateful one hands its state over with save()/load() at a token boundary.
+  void migratable(const Task& task, std::vector<Place> candidates = {});
+  [[nodiscard]] const std::vector<MigratableTask>& migratables() const noexcept { return migratables_; }
+
   [[nodiscard]] Task* find(std::string_view name) const;
   [[nodiscard]] Task& at(std::string_view name) const;  ///< throws ConfigError if absent
   [[nodiscard]] const std::vector<std::unique_ptr<Task>>& tasks() const noexcept { return tasks_; }
@@ -99,6 +112,7 @@ class Graph {
   std::vector<Edge> edges_;
   std::vector<std::pair<const Task*, Place>> placements_;
   std::vector<Partition> partitions_;
+  std::vector<MigratableTask> migratables_;
 };
 
 }  // namespace weft

@@ -21,9 +21,24 @@ namespace weft::flow {
 /// CUDA path: frames are device arrays (any dtype accepted by compute) on the current GPU;
 /// returns a device f32 [H,W,2] array. Work is enqueued on `stream` (a cudaStream_t); the call
 /// synchronises only to test the stopping criterion (every few iterations when epsilon > 0).
+/// With epsilon 0, TV-L1 runs several iterations per kernel (shared memory, recomputed halos).
 /// params.precision picks fp32 or fp16 (half2) storage. Throws ConfigError without CUDA.
 [[nodiscard]] Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params,
                                  void* stream);
+
+/// Milliseconds of GPU time per stage of one compute_cuda call (CUDA events; for benchmarks).
+struct StageTimes {
+  double input = 0;       ///< upload of host frames, conversion to float, normalisation
+  double pyramid = 0;     ///< Gaussian pyramids of both frames
+  double warp = 0;        ///< gradient of frame 1, bicubic warps and the linearised data term
+  double iterations = 0;  ///< the solver's iterations
+  double median = 0;      ///< median filtering of the flow
+  double upsample = 0;    ///< flow upsampling between levels and the final copy
+};
+
+/// compute_cuda that also adds each stage's time to `times` (when not null; synchronises then).
+[[nodiscard]] Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
+                                 StageTimes* times);
 
 /// Checks two frames for compute(): 2D, same shape, at least 2x2, supported dtype.
 void check_frames(const Array& frame0, const Array& frame1);

@@ -15,6 +15,7 @@ struct FlowParams {
   Precision precision = Precision::fp32;  ///< GPU only; the CPU float path ignores fp16
   int scales = 5;            ///< pyramid levels (fewer when the coarsest would be < 16 pixels)
   double zoom = 0.5;         ///< size ratio between consecutive levels, in (0, 1)
+  double antialias = 0.0;    ///< Gaussian sigma before each zoom-out: antialias * sqrt(1/zoom^2 - 1) (IPOL 0.6)
   int warps = 5;             ///< linearisations (warps) per level
   int iterations = 300;      ///< most inner iterations per warp
   double epsilon = 0.01;     ///< stop a warp when the mean squared update < epsilon^2

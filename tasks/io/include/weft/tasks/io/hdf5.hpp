@@ -37,6 +37,7 @@ struct DatasetInfo {
 [[nodiscard]] Array read_dataset(const DatasetRef& ref);
 
 /// Reads elements [z0, z0+nz) of axis 0 of a 2D or 3D dataset (a hyperslab; other axes whole).
+/// Of a 4D dataset, one element (nz == 1) is read, returned without axis 0 (e.g. a flow [H, W, 2]).
 [[nodiscard]] Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
 
 /// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
@@ -58,6 +59,9 @@ class H5Writer {
   /// Creates dataset `path` of `shape` without writing data, to be filled with write_slab().
   void create(const std::string& path, DType dtype, Shape shape, std::vector<std::int64_t> chunk_shape = {},
               bool compress = false);
+  /// Same for datasets of any rank (e.g. 4-D flows [T, H, W, 2]), extents slowest axis first.
+  void create(const std::string& path, DType dtype, const std::vector<std::int64_t>& extents,
+              std::vector<std::int64_t> chunk_shape = {}, bool compress = false);
   /// Writes `slab` at [z0, z0 + slab.shape()[0]) of axis 0 of a created dataset; its other extents must
   /// match. A slab of rank one less than the dataset is one element of axis 0.
   void write_slab(const std::string& path, std::int64_t z0, const Array& slab);

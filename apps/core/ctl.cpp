@@ -1,0 +1,58 @@
+// weft ctl: commands against a running job, appended to the control file that its rank 0 follows
+// (--ctl FILE or $WEFT_CTL, on both sides).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "common/cli.hpp"
+#include "weft/mapping/place.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::cli {
+namespace {
+
+int ctl_main(int argc, char** argv) {
+  std::string action, target, to, file;
+  po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help")
+      ("action", po::value(&action), "migrate, drain or undrain")
+      ("target", po::value(&target), "the task (migrate) or the place (drain, undrain)")
+      ("to", po::value(&to), "migrate: the place to move the task to, e.g. rank:1/gpu:0")
+      ("ctl", po::value(&file), "the job's control file (default: $WEFT_CTL)");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("target", 1);
+  po::variables_map vm;
+  if (!parse(argc, argv, desc, vm,
+             "usage: weft ctl migrate TASK --to PLACE [--ctl FILE]\n"
+             "       weft ctl drain PLACE | weft ctl undrain PLACE [--ctl FILE]\n"
+             "Sends a command to a running job started with --ctl FILE (or WEFT_CTL=FILE); its rank 0 applies it.",
+             &pos))
+    return 0;
+  if (file.empty())
+    if (const char* env = std::getenv("WEFT_CTL"); env && *env) file = env;
+  if (file.empty()) throw ConfigError("weft ctl: no control file (give --ctl FILE or set WEFT_CTL)");
+  if (target.empty()) throw ConfigError("weft ctl " + action + ": missing " + (action == "migrate" ? "TASK" : "PLACE"));
+  std::string line;
+  if (action == "migrate") {
+    if (to.empty()) throw ConfigError("weft ctl migrate: missing --to PLACE");
+    Place p = Place::parse(to);
+    line = "migrate " + target + " " + (p.rank ? p.str() : "rank:0/" + p.str());
+  } else if (action == "drain" || action == "undrain") {
+    Place p = Place::parse(target);
+    line = action + " " + (p.rank ? p.str() : "rank:0/" + p.str());
+  } else {
+    throw ConfigError("weft ctl: unknown action '" + action + "' (expected migrate, drain or undrain)");
+  }
+  std::ofstream out(file, std::ios::app);
+  if (!out) throw IoError("weft ctl: cannot write the control file '" + file + "'");
+  out << line << "\n";
+  out.flush();
+  if (!out) throw IoError("weft ctl: cannot write the control file '" + file + "'");
+  std::printf("%s: %s\n", file.c_str(), line.c_str());
+  return 0;
+}
+
+const Registrar reg{{"ctl", "command a running job: weft ctl migrate TASK --to rank:1/gpu:0 (see --ctl)", &ctl_main}};
+
+}  // namespace
+}  // namespace weft::cli

@@ -1,0 +1,330 @@
+// Live migration: the plan of a run (routers, instances, mergers), the commands that reach a
+// router, the hand-over of state, and the router's and merger's loops. See migration.hpp.
+#include "exec/migration.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+namespace weft::detail {
+namespace {
+
+constexpr int kBoxesPerGroup = 256;  // box = group * 256 + (0: commands, 1 + i: state for candidate i)
+
+bool can_run(const Task& task, const Place& p) { return p.is_gpu() ? task.has_cuda() : task.has_cpu(); }
+
+std::vector<Place> candidates_for(const Task& task, const MigratableTask* declared, const Mapping& mapping,
+                                  const Cluster& cluster) {
+  Place initial = mapping.at(task.name());
+  std::vector<Place> places;
+  if (declared && !declared->candidates.empty()) {
+    for (const Place& p : declared->candidates) {
+      std::string where = "migratable task '" + task.name() + "': candidate " + p.str() + ": ";
+      if (p.rank < 0 || p.rank >= cluster.size()) throw ConfigError(where + "no such rank");
+      if (p.is_gpu() && p.device >= static_cast<int>(cluster.ranks[p.rank].gpus.size()))
+        throw ConfigError(where + "no such GPU");
+      if (!can_run(task, p)) throw ConfigError(where + "the task cannot run there");
+      places.push_back(p);
+    }
+  } else {  // every place of the mapping, and every GPU of the job
+    for (const auto& [name, p] : mapping.places())
+      if (can_run(task, p)) places.push_back(p);
+    if (task.has_cuda())
+      for (const auto& r : cluster.ranks)
+        for (const auto& g : r.gpus) places.push_back(Place::cuda(g.index, r.rank));
+  }
+  places.push_back(initial);
+  std::sort(places.begin(), places.end());
+  places.erase(std::unique(places.begin(), places.end()), places.end());
+  if (places.size() >= kBoxesPerGroup) throw ConfigError("migratable task '" + task.name() + "': too many candidates");
+  return places;
+}
+
+}  // namespace
+
+RunPlan plan_run(const Graph& graph, const Mapping& mapping, const std::vector<std::string>& patterns,
+                 const Cluster& cluster) {
+  RunPlan plan;
+  std::map<const Task*, int> group_of;
+  auto declared = [&](const Task& t) -> const MigratableTask* {
+    for (const auto& m : graph.migratables())
+      if (m.task == &t) return &m;
+    return nullptr;
+  };
+  auto matches = [&](const Task& t) {
+    // By pattern, only tasks between others: sources cannot move, and sinks often hold files open.
+    if (t.inputs().empty() || t.outputs().empty() || t.routes() || !t.moves_data()) return false;
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return fnmatch(p.c_str(), t.name().c_str(), 0) == 0; });
+  };
+  std::set<const Task*> moving;
+  for (const auto& owned : graph.tasks())
+    if (declared(*owned) || matches(*owned)) moving.insert(owned.get());
+  std::map<const Task*, int> vertex_of;  // plain tasks
+  for (const auto& owned : graph.tasks()) {
+    Task& t = *owned;
+    const MigratableTask* d = declared(t);
+    if (!moving.count(&t)) {
+      vertex_of[&t] = static_cast<int>(plan.vertices.size());
+      plan.vertices.push_back({&t, t.name(), mapping.at(t.name())});
+      continue;
+    }
+    int id = static_cast<int>(plan.groups.size());
+    GroupPlan g;
+    g.task = &t;
+    g.places = candidates_for(t, d, mapping, cluster);
+    g.initial = static_cast<int>(std::find(g.places.begin(), g.places.end(), mapping.at(t.name())) - g.places.begin());
+    // Router and merger only forward values: they sit with the first producer and the first
+    // consumer (where those were mapped), so that a token makes no detour while the task stays.
+    // A migratable producer's merger already sits with this task's first place: the router too.
+    const Task* producer = graph.in_edges(t).front().from;
+    Place router_at = mapping.at(moving.count(producer) ? t.name() : producer->name());
+    auto out = graph.out_edges(t);
+    g.router = static_cast<int>(plan.vertices.size());
+    plan.vertices.push_back({&t, t.name() + "/router", router_at, Vertex::router, id});
+    for (std::size_t i = 0; i < g.places.size(); ++i) {
+      g.instances.push_back(static_cast<int>(plan.vertices.size()));
+      plan.vertices.push_back({&t, t.name() + "@" + g.places[i].str(), g.places[i], Vertex::instance, id, static_cast<int>(i)});
+    }
+    if (!t.outputs().empty()) {
+      g.merger = static_cast<int>(plan.vertices.size());
+      plan.vertices.push_back({&t, t.name() + "/merger", mapping.at(out.front().to->name()), Vertex::merger, id});
+    }
+    group_of[&t] = id;
+    plan.groups.push_back(std::move(g));
+  }
+  for (const Edge& e : graph.edges()) {
+    int from = group_of.count(e.from) ? plan.groups[group_of[e.from]].merger : vertex_of.at(e.from);
+    int to = group_of.count(e.to) ? plan.groups[group_of[e.to]].router : vertex_of.at(e.to);
+    plan.links.push_back({from, e.from_port, to, e.to_port});
+  }
+  for (const GroupPlan& g : plan.groups) {
+    int nin = static_cast<int>(g.task->inputs().size()), nout = static_cast<int>(g.task->outputs().size());
+    for (std::size_t i = 0; i < g.instances.size(); ++i) {
+      int k = static_cast<int>(i);
+      for (int p = 0; p < nin; ++p) plan.links.push_back({g.router, k * nin + p, g.instances[i], p});
+      for (int q = 0; q < nout; ++q) plan.links.push_back({g.instances[i], q, g.merger, k * nout + q});
+    }
+  }
+  return plan;
+}
+
+void Mailbox::put(std::vector<std::byte> bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    messages_.push_back(std::move(bytes));
+  }
+  changed_.notify_all();
+}
+
+bool Mailbox::take(std::vector<std::byte>& bytes) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return cancelled_ || !messages_.empty(); });
+  if (messages_.empty()) return false;
+  bytes = std::move(messages_.front());
+  messages_.pop_front();
+  return true;
+}
+
+void Mailbox::cancel() {
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+  }
+  changed_.notify_all();
+}
+
+Migration::Migration(int id, const GroupPlan& plan, int router_rank)
+    : id_(id), task_(plan.task->name()), places_(plan.places), initial_(plan.initial), router_rank_(router_rank),
+      drained_(plan.places.size(), false), current_(plan.initial) {
+  for (std::size_t i = 0; i < places_.size(); ++i) handovers_.push_back(std::make_unique<Mailbox>());
+}
+
+int Migration::find(const Place& place) const {
+  auto it = std::find(places_.begin(), places_.end(), place);
+  return it == places_.end() ? -1 : static_cast<int>(it - places_.begin());
+}
+
+void Migration::command(Command c) {
+  std::lock_guard lock(mutex_);
+  commands_.push_back(c);
+}
+
+int Migration::destination(int current) {
+  std::lock_guard lock(mutex_);
+  if (commands_.empty()) return current;
+  auto log = logger("migration");
+  int target = current;
+  for (const Command& c : commands_) {
+    if (c.instance < 0 || c.instance >= static_cast<int>(places_.size())) continue;
+    if (c.kind == Command::drain) drained_[c.instance] = true;
+    else if (c.kind == Command::undrain) drained_[c.instance] = false;
+    else if (drained_[c.instance]) log->warn("{}: not moved to {}, which is drained", task_, places_[c.instance].str());
+    else target = c.instance;
+  }
+  commands_.clear();
+  if (drained_[target]) {
+    // The nearest candidate still allowed: same rank and kind, then same kind, then any.
+    const Place& from = places_[target];
+    int best = -1, best_score = -1;
+    for (std::size_t i = 0; i < places_.size(); ++i) {
+      if (drained_[i]) continue;
+      int score = (places_[i].rank == from.rank ? 2 : 0) + (places_[i].kind == from.kind ? 1 : 0);
+      if (score > best_score) best = static_cast<int>(i), best_score = score;
+    }
+    if (best < 0) log->warn("{}: every candidate place is drained; it stays on {}", task_, from.str());
+    else target = best;
+  }
+  if (target != current) {
+    current_ = target;
+    ++moves_;
+  }
+  return target;
+}
+
+void Migration::cancel() {
+  for (auto& h : handovers_) h->cancel();
+}
+
+Migrations::Migrations(const RunPlan& plan, int rank, Post post) : rank_(rank), post_(std::move(post)) {
+  for (std::size_t i = 0; i < plan.groups.size(); ++i)
+    groups_.push_back(std::make_unique<Migration>(static_cast<int>(i), plan.groups[i],
+                                                  plan.vertices[plan.groups[i].router].place.rank));
+}
+
+Migration* Migrations::find(const std::string& task) {
+  for (auto& g : groups_)
+    if (g->task() == task) return g.get();
+  return nullptr;
+}
+
+void Migrations::send_command(Migration& m, Command c) {
+  if (m.router_rank() == rank_ || !post_) {
+    m.command(c);
+    return;
+  }
+  std::vector<std::byte> bytes(sizeof c);
+  std::memcpy(bytes.data(), &c, sizeof c);
+  post_(m.router_rank(), m.id() * kBoxesPerGroup, std::move(bytes));
+}
+
+void Migrations::migrate(const std::string& task, const Place& to) {
+  Migration* m = find(task);
+  if (!m) throw ConfigError("migrate: task '" + task + "' is not migratable in this run");
+  int i = m->find(to);
+  if (i < 0) {
+    std::string list;
+    for (const Place& p : m->places()) list += (list.empty() ? "" : ", ") + p.str();
+    throw ConfigError("migrate: " + to.str() + " is not a candidate place of task '" + task + "' (" + list + ")");
+  }
+  send_command(*m, {Command::move, i});
+}
+
+void Migrations::drain(const Place& place, bool drained) {
+  for (auto& g : groups_)
+    if (int i = g->find(place); i >= 0) send_command(*g, {drained ? Command::drain : Command::undrain, i});
+}
+
+void Migrations::hand_over(int group, int instance, std::vector<std::byte> state) {
+  Migration& m = *groups_.at(group);
+  int to = m.places().at(instance).rank;
+  if (to == rank_ || !post_) m.handover(instance).put(std::move(state));
+  else post_(to, group * kBoxesPerGroup + 1 + instance, std::move(state));
+}
+
+void Migrations::deliver(int box, std::vector<std::byte> bytes) {
+  Migration& m = *groups_.at(box / kBoxesPerGroup);
+  int sub = box % kBoxesPerGroup;
+  if (sub > 0) {
+    m.handover(sub - 1).put(std::move(bytes));
+  } else if (bytes.size() == sizeof(Command)) {
+    Command c;
+    std::memcpy(&c, bytes.data(), sizeof c);
+    m.command(c);
+  }
+}
+
+void Migrations::cancel() {
+  for (auto& g : groups_) g->cancel();
+}
+
+void route_tokens(Migration& m, const std::vector<Channel*>& inputs, const std::vector<Channel*>& outputs) {
+  const std::size_t ports = inputs.size();
+  const std::size_t instances = m.places().size();
+  int current = m.initial();
+  std::vector<Token> tokens(ports);
+  while (true) {
+    bool end = false;
+    std::vector<bool> ended(ports, false);
+    for (std::size_t p = 0; p < ports; ++p) {
+      if (!inputs[p]->pop(tokens[p])) return;
+      if (tokens[p].end) end = ended[p] = true;
+    }
+    if (end) {
+      for (std::size_t p = 0; p < ports; ++p) {
+        Token t;
+        while (!ended[p] && inputs[p]->pop(t) && !t.end) {
+        }
+      }
+      // Every instance ends; the current one is told so (it may still be waiting for its state).
+      for (std::size_t i = 0; i < instances; ++i)
+        for (std::size_t p = 0; p < ports; ++p)
+          if (!outputs[i * ports + p]->push(Token{static_cast<int>(i) == current ? 1u : 0u, true, {}, {}})) return;
+      return;
+    }
+    int next = m.destination(current);
+    if (next != current) {
+      // The old instance's epoch ends after the tokens already sent to it (channels are FIFO).
+      for (std::size_t p = 0; p < ports; ++p) {
+        Token marker{tokens[p].index, false, {}, {}, next + 1};
+        if (!outputs[current * ports + p]->push(std::move(marker))) return;
+      }
+      logger("migration")->debug("{}: token {} onwards on {} (was {})", m.task(), tokens[0].index,
+                                 m.places()[next].str(), m.places()[current].str());
+      current = next;
+    }
+    for (std::size_t p = 0; p < ports; ++p)
+      if (!outputs[current * ports + p]->push(std::move(tokens[p]))) return;
+  }
+}
+
+void merge_tokens(Migration& m, const std::vector<Channel*>& inputs, const std::vector<std::vector<Channel*>>& outputs) {
+  const std::size_t ports = outputs.size();
+  const std::size_t instances = m.places().size();
+  std::size_t current = static_cast<std::size_t>(m.initial());
+  std::vector<Token> tokens(ports);
+  while (true) {
+    for (std::size_t q = 0; q < ports; ++q)
+      if (!inputs[current * ports + q]->pop(tokens[q])) return;
+    if (tokens[0].marker > 0) {
+      current = static_cast<std::size_t>(tokens[0].marker - 1);
+      continue;
+    }
+    if (tokens[0].end) {
+      for (std::size_t i = 0; i < instances; ++i) {
+        if (i == current) continue;
+        for (std::size_t q = 0; q < ports; ++q) {
+          Token t;
+          while (inputs[i * ports + q]->pop(t) && !t.end) {
+          }
+        }
+      }
+      for (auto& consumers : outputs)
+        for (Channel* c : consumers) c->push(Token{0, true, {}, {}});
+      return;
+    }
+    for (std::size_t q = 0; q < ports; ++q) {
+      auto& consumers = outputs[q];
+      for (std::size_t c = 0; c < consumers.size(); ++c) {
+        Token t = c + 1 == consumers.size() ? std::move(tokens[q]) : tokens[q];
+        if (!consumers[c]->push(std::move(t))) return;
+      }
+    }
+  }
+}
+
+}  // namespace weft::detail

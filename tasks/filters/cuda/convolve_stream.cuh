@@ -1,0 +1,257 @@
+#pragma once
+// Streaming register-blocked convolution (layers 3-4, no shared memory): each thread owns a strip
+// of 4 consecutive output columns × kRows output rows; a warp covers 128 columns. The thread
+// streams the kRows + 2R input rows of its strip top to bottom; each row is one aligned 4-element
+// load, its 2R neighbours come from the adjacent lanes by shuffles (R ≤ 4) or from the adjacent
+// strips' loads (L1 hits, R > 4), and the warp's edge lanes load their own. Each input row is
+// convolved with every kernel row it meets and added to that output row's accumulator; a finished
+// row leaves as one 4-element store. Weights are a kernel parameter (the constant bank, read by
+// the FMAs directly). Border arithmetic per element only in warps that touch the left or right
+// edge; rows are always mapped through the border (one uniform index per row).
+//
+// Rounding as the other GPU paths: full kernels sum each kernel row's products from zero and add
+// the row sums in kernel-row order; separable kernels run the row pass per input row in registers
+// (the same fma chain as the two-pass kernels' scratch image) and the column pass into the
+// accumulators, so the fused result is bit-identical to the two-pass one.
+#include <cstdint>
+
+#include <cuda_fp16.h>
+
+#include "../src/detail/element.hpp"
+#include "filters_gpu.cuh"
+
+namespace weft::filters::device {
+
+/// Full K×K weights, row-major, passed by value.
+template <int K> struct FullWeights {
+  float w[K * K];
+};
+/// Separable weights: rows then columns.
+template <int K> struct SeparableWeights {
+  float row[K];
+  float column[K];
+};
+
+inline constexpr int kStreamColumns = 4;  // outputs per thread and row (one vector access)
+inline constexpr int kStreamWarps = 4;    // warps per block, stacked vertically
+
+/// Four consecutive elements at p (aligned to 4 elements) as floats.
+template <class T> __device__ __forceinline__ void load4(const T* __restrict__ p, float (&v)[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else if constexpr (sizeof(T) == 1) {
+    const uchar4 u = __ldg(reinterpret_cast<const uchar4*>(p));
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+  } else {
+    const ushort4 u = __ldg(reinterpret_cast<const ushort4*>(p));
+    const unsigned short s[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if constexpr (std::is_same_v<T, Half>) v[c] = __half2float(__ushort_as_half(s[c]));
+      else v[c] = static_cast<float>(s[c]);
+    }
+  }
+}
+template <class T> __device__ __forceinline__ float load1(const T* __restrict__ p) {
+  if constexpr (std::is_same_v<T, Half>) return __half2float(__ushort_as_half(__ldg(&p->bits)));
+  else return static_cast<float>(__ldg(p));
+}
+
+/// Four outputs at p (aligned to 4 elements), converted as from_float.
+template <class T> __device__ __forceinline__ void store4(T* __restrict__ p, const float (&v)[4]) {
+  if constexpr (std::is_same_v<T, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (sizeof(T) == 1) {
+    *reinterpret_cast<uchar4*>(p) = make_uchar4(from_float<T>(v[0]), from_float<T>(v[1]), from_float<T>(v[2]),
+                                                from_float<T>(v[3]));
+  } else {
+    unsigned short s[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if constexpr (std::is_same_v<T, Half>) s[c] = from_float<T>(v[c]).bits;
+      else s[c] = from_float<T>(v[c]);
+    }
+    *reinterpret_cast<ushort4*>(p) = make_ushort4(s[0], s[1], s[2], s[3]);
+  }
+}
+
+/// Input row `yi` (border applied; -1: a zero-border row) of the strip at xs: x[k] is column
+/// xs − R + k, k < 4 + 2R. kInside: the warp's 128 columns and their ±R halo lie inside the image
+/// and rows start 4-element aligned (all lanes take this path together: shuffles).
+template <int R, bool kInside, class T>
+__device__ __forceinline__ void fetch_row(float (&x)[4 + 2 * R], const T* __restrict__ src, Extent e, long long z,
+                                          long long yi, long long xs, int border) {
+  if (yi < 0) {
+#pragma unroll
+    for (int k = 0; k < 4 + 2 * R; ++k) x[k] = 0.0f;
+    return;
+  }
+  const T* row = src + (z * e.ny + yi) * e.nx;
+  if constexpr (kInside) {
+    float v[4];
+    load4(row + xs, v);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) x[R + c] = v[c];
+    if constexpr (R > 0 && R <= 4) {
+      const unsigned lane = threadIdx.x;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        x[k] = __shfl_up_sync(0xffffffffu, v[4 - R + k], 1);
+        x[4 + R + k] = __shfl_down_sync(0xffffffffu, v[k], 1);
+      }
+      if (lane == 0) {
+#pragma unroll
+        for (int k = 0; k < R; ++k) x[k] = load1(row + xs - R + k);
+      }
+      if (lane == 31) {
+#pragma unroll
+        for (int k = 0; k < R; ++k) x[4 + R + k] = load1(row + xs + 4 + k);
+      }
+    } else if constexpr (R > 4) {  // whole neighbouring vectors, from L1
+      constexpr int M = (R + 3) / 4;
+#pragma unroll
+      for (int m = 1; m <= M; ++m) {
+        float l[4], r[4];
+        load4(row + xs - 4 * m, l);
+        load4(row + xs + 4 * m, r);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int left = R - 4 * m + c;  // index in x of column xs − 4m + c
+          const int right = R + 4 * m + c;
+          if (left >= 0) x[left] = l[c];
+          if (right < 4 + 2 * R) x[right] = r[c];
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4 + 2 * R; ++k) {
+      const long long xi = border_index(xs - R + k, e.nx, border);
+      x[k] = xi < 0 ? 0.0f : load1(row + xi);
+    }
+  }
+}
+
+/// Writes kRows × 4 outputs from (y0, xs), skipping rows and columns outside the image.
+template <int kRows, class T>
+__device__ __forceinline__ void store_strip(T* __restrict__ dst, const float (&acc)[kRows][4], Extent e, long long z,
+                                            long long y0, long long xs, bool vector_store) {
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const long long y = y0 + q;
+    if (y >= e.ny) break;
+    T* out = dst + (z * e.ny + y) * e.nx + xs;
+    if (vector_store) {
+      store4(out, acc[q]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        if (xs + c < e.nx) out[c] = from_float<T>(acc[q][c]);
+    }
+  }
+}
+
+/// Input row iy of the strip (0 ≤ iy < kRows + 2R) meets output row q through kernel row iy − q.
+template <int R, int kRows, bool kInside, class T>
+__device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                                                      const FullWeights<2 * R + 1>& w, int border, long long z,
+                                                      long long y0, long long xs, bool vector_store) {
+  constexpr int K = 2 * R + 1;
+  float acc[kRows][4];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+#pragma unroll
+  for (int iy = 0; iy < kRows + 2 * R; ++iy) {
+    float x[4 + 2 * R];
+    fetch_row<R, kInside>(x, src, e, z, border_index(y0 - R + iy, e.ny, border), xs, border);
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      const int i = iy - q;
+      if (i < 0 || i >= K) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        float partial = 0.0f;
+#pragma unroll
+        for (int j = 0; j < K; ++j) partial = fmaf(w.w[i * K + j], x[c + j], partial);
+        acc[q][c] += partial;
+      }
+    }
+  }
+  store_strip<kRows>(dst, acc, e, z, y0, xs, vector_store);
+}
+
+template <int R, int kRows, bool kInside, class T>
+__device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                                                       const SeparableWeights<2 * R + 1>& w, int border, long long z,
+                                                       long long y0, long long xs, bool vector_store) {
+  constexpr int K = 2 * R + 1;
+  float acc[kRows][4];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+#pragma unroll
+  for (int iy = 0; iy < kRows + 2 * R; ++iy) {
+    float x[4 + 2 * R];
+    fetch_row<R, kInside>(x, src, e, z, border_index(y0 - R + iy, e.ny, border), xs, border);
+    float h[4];  // the row pass of this input row
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      h[c] = 0.0f;
+#pragma unroll
+      for (int j = 0; j < K; ++j) h[c] = fmaf(w.row[j], x[c + j], h[c]);
+    }
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      const int i = iy - q;
+      if (i < 0 || i >= K) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[q][c] = fmaf(w.column[i], h[c], acc[q][c]);
+    }
+  }
+  store_strip<kRows>(dst, acc, e, z, y0, xs, vector_store);
+}
+
+/// The strip of this thread and whether its warp takes the inside path (warp-uniform).
+struct StreamStrip {
+  long long y0, xs;
+  bool inside, vector_store;
+};
+template <int R, int kRows>
+__device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {
+  const long long warp_x = static_cast<long long>(blockIdx.x) * 32 * kStreamColumns;
+  StreamStrip s;
+  s.y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * kRows;
+  s.xs = warp_x + threadIdx.x * kStreamColumns;
+  s.inside = aligned && warp_x - R >= 0 && warp_x + 32 * kStreamColumns + R <= e.nx;
+  s.vector_store = aligned && s.xs + kStreamColumns <= e.nx;
+  return s;
+}
+
+/// Grid and block of a streaming launch and whether the vector path is allowed.
+struct StreamLaunch {
+  dim3 grid, block;
+  bool aligned;
+};
+
+/// Blocks of kStreamWarps warps stacked vertically (fewer when the grid would not give two blocks
+/// per SM: small images), each warp 128 columns × rows.
+template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
+  constexpr int cols = 32 * kStreamColumns;
+  const long long blocks_x = (e.nx + cols - 1) / cols;
+  const long long warps_y = (e.ny + rows - 1) / rows;
+  int warps = kStreamWarps;
+  const int min_blocks = 2 * multiprocessor_count();
+  while (warps > 1 && blocks_x * ((warps_y + warps - 1) / warps) * e.slices < min_blocks) warps /= 2;
+  constexpr std::uintptr_t vector = kStreamColumns * sizeof(T);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(src) % vector == 0 &&
+                       reinterpret_cast<std::uintptr_t>(dst) % vector == 0 && e.nx % kStreamColumns == 0;
+  return {dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>((warps_y + warps - 1) / warps),
+               static_cast<unsigned>(e.slices)),
+          dim3(32, warps), aligned};
+}
+
+}  // namespace weft::filters::device

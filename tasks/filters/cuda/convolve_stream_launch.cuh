@@ -1,0 +1,64 @@
+#pragma once
+// Launchers of the streaming full convolutions (convolve_stream.cuh) up to radius
+// kStreamMaxRadius, kRows = 4, 8 or 16 output rows per thread (the fused separable ones are in
+// separable_stream_launch.cuh). Weights travel by value. Each element type is instantiated in its
+// own convolve_stream_<type>_gpu.cu, so that nvcc compiles them in parallel.
+#include <cstdint>
+#include <string>
+
+#include "convolve_stream.cuh"
+#include "filters_gpu.cuh"
+
+namespace weft::filters {
+namespace device {
+
+template <int R, int kRows, class T>
+__global__ void __launch_bounds__(32 * kStreamWarps)
+    convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, bool aligned) {
+  const StreamStrip s = stream_strip<R, kRows>(e, aligned);
+  if (s.y0 >= e.ny) return;  // whole warps (blockDim.x = 32)
+  if (s.inside) convolve_stream_strip<R, kRows, true>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);
+  else convolve_stream_strip<R, kRows, false>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);
+}
+
+}  // namespace device
+
+namespace {
+
+template <int R, int kRows, class T>
+void full_rows(const T* src, T* dst, device::Extent e, const float* h_kernel, int border, cudaStream_t stream) {
+  constexpr int K = 2 * R + 1;
+  device::FullWeights<K> w;
+  for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
+  const device::StreamLaunch l = device::stream_launch(src, dst, e, kRows);
+  device::convolve_stream_kernel<R, kRows><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, l.aligned);
+  check_launch("convolve_stream_kernel", stream);
+}
+
+template <int R, class T>
+void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* h, int border, cudaStream_t s) {
+  switch (rows) {
+    case 4: return full_rows<R, 4>(src, dst, e, h, border, s);
+    case 8: return full_rows<R, 8>(src, dst, e, h, border, s);
+    default: return full_rows<R, 16>(src, dst, e, h, border, s);
+  }
+}
+
+}  // namespace
+
+namespace device {
+
+template <class T>
+void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, int ksize, int rows, int border,
+                            cudaStream_t s) {
+  static_assert(kStreamMaxRadius == 3, "instantiated for radius 0 .. 3");
+  switch (ksize / 2) {
+    case 0: return full_radius<0>(rows, src, dst, e, h_kernel, border, s);
+    case 1: return full_radius<1>(rows, src, dst, e, h_kernel, border, s);
+    case 2: return full_radius<2>(rows, src, dst, e, h_kernel, border, s);
+    case 3: return full_radius<3>(rows, src, dst, e, h_kernel, border, s);
+    default: throw ConfigError("convolve: the streaming kernel takes sizes up to 7, not " + std::to_string(ksize));
+  }
+}
+}  // namespace device
+}  // namespace weft::filters

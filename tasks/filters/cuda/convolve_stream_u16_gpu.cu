@@ -1,0 +1,9 @@
+// launch_convolve_stream for one element type (see convolve_stream_launch.cuh).
+#include "convolve_stream_launch.cuh"
+
+namespace weft::filters::device {
+
+template void launch_convolve_stream<std::uint16_t>(const std::uint16_t*, std::uint16_t*, Extent, const float*, int,
+                                                    int, int, cudaStream_t);
+
+}  // namespace weft::filters::device

@@ -193,6 +193,21 @@ int main(int argc, char** argv) {
                             {"foreground", first.remaining[0]}, {"curve", first.remaining},
                             {"bitpacked_ideal_seconds", voxels / 8.0 * 2.0 * 2.0 * last / bandwidth},
                             {"repeatable", first.remaining == again.remaining}};
+      if (bits) {  // the fusion depth of the bit path: GPU compute with 1..4 cross steps per launch
+        nlohmann::json by_steps = nlohmann::json::object();
+        for (int steps = 1; steps <= 4; ++steps) {
+          morphology::GranulometryOptions o = options;
+          o.bit_steps = steps;
+          const auto t = Clock::now();
+          const auto run = morphology::granulometry_gpu(d_mask, o, stream);
+          WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+          const double seconds = seconds_since(t);
+          by_steps[std::to_string(steps)] = {{"gpu_seconds", seconds}, {"same_curve", run.remaining == first.remaining}};
+          std::printf("       octahedron bits, %d cross step(s) per launch: %.3f s%s\n", steps, seconds,
+                      run.remaining == first.remaining ? "" : "  CURVE DIFFERS");
+        }
+        row["bit_steps"] = by_steps;
+      }
       double cupy = -1, scipy = -1;
       for (const char* lib : {"cupy", "scipy"}) {
         if (!peer.is_object() || !peer.contains(lib) || !peer[lib].contains(name)) continue;

@@ -159,19 +159,23 @@ TEST(GranulometryGpu, CountedPlanesMatchCpu) {
 
 // Octahedra without a size map on volumes of X % 32 == 0 take the bit-packed openings for
 // radii up to DistancePolicy::kBitMaxRadius (octahedron_bits_gpu.cu) and the distance passes
-// beyond: the same curves as the CPU path, whole volumes and counted planes alike.
+// beyond: the same curves as the CPU path, whole volumes and counted planes alike, with every
+// fusion depth (1 to 4 cross steps per launch).
 TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   TestStream stream;  // before the arrays ordered on it (TestStream says why)
-  auto check = [&](const Array& mask, int last, std::int64_t first, std::int64_t end, const std::string& what) {
+  auto check = [&](const Array& mask, int last, std::int64_t first, std::int64_t end, const std::string& what,
+                   int steps = 0) {
     Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
     WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
     morphology::GranulometryOptions o{Element::octahedron, last, false, {}};
     o.first_plane = first;
     o.end_plane = end;
+    o.bit_steps = steps;
     const auto cpu = morphology::granulometry_cpu(mask, o);
     const auto gpu = morphology::granulometry_gpu(d_mask, o, stream);
-    EXPECT_EQ(cpu.remaining, gpu.remaining) << what << " last " << last << " planes " << first << ".." << end;
+    EXPECT_EQ(cpu.remaining, gpu.remaining)
+        << what << " last " << last << " planes " << first << ".." << end << " steps " << steps;
     EXPECT_TRUE(gpu.size_map.empty());
   };
   std::uint32_t seed = 31;
@@ -182,6 +186,10 @@ TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
     for (int last : {2, 5, 9})
       for (auto [first, end] : {std::pair<std::int64_t, std::int64_t>{0, z / 3}, {z / 3, 2 * z / 3}, {2 * z / 3, z}})
         check(mask, last, first, end, s.str());
+    for (int steps : {1, 3, 4}) {  // other fusion depths (bit_steps), the default being 2
+      check(mask, 12, 0, -1, s.str(), steps);
+      check(mask, 7, z / 3, 2 * z / 3, s.str(), steps);
+    }
   }
   // One background voxel in a corner: L1 distances up to 181, across the bit/distance switch.
   Array solid = Array::host(DType::u8, Shape(60, 60, 64));

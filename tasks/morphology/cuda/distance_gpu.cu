@@ -529,7 +529,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& d, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, int bit_steps) {
   using P = DistancePolicy;
   if (d.voxels() == 0 || count_voxels == 0) return;
   const SeedRule seeds{nullptr, distance, r};
@@ -551,8 +551,8 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     launch_parabola_window(g, f, d, 0, r, stream);
     count_within_kernel<P, std::uint16_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   } else if (element == Element::octahedron && distance8 && bit_octahedron_applies(d, r, size_map != nullptr)) {
-    // One bit per voxel, two cross steps per launch, the count fused into the last one.
-    launch_bit_octahedron_opening_count(distance8, r, work, d, count_first, count_voxels, count, stream);
+    // One bit per voxel, several cross steps per launch, the count fused into the last one.
+    launch_bit_octahedron_opening_count(distance8, r, work, d, count_first, count_voxels, count, stream, bit_steps);
     return;
   } else if (distance8 && r < 255) {
     // Octahedra and cubes of radius < 255: u8 distances (a quarter of the i32 traffic), seeds

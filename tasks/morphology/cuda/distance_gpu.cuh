@@ -29,6 +29,7 @@ struct DistancePolicy {
   // beyond. Estimate, not measured: per size one pack of the u8 distances plus ⌈r/2⌉ launches
   // over 1/8 byte per voxel, against about four u8 passes for the distance method.
   static constexpr int kBitMaxRadius = 128;
+  static constexpr int kBitSteps = 2;  // cross steps per launch (GranulometryOptions::bit_steps overrides)
   static_assert(kWindowX == 32, "one warp per line row of the window tile");
   static_assert((kPackedMaxRadius + 1) * (kPackedMaxRadius + 1) + (kPackedMaxRadius + 7) * (kPackedMaxRadius + 7) <
                 65536);
@@ -67,7 +68,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
-                          cudaStream_t stream);
+                          cudaStream_t stream, int bit_steps = 0);
 
 /// Whether launch_bit_octahedron_opening_count takes the opening of radius r of a box of dims d
 /// (X % 32 == 0, 1 ≤ r ≤ DistancePolicy::kBitMaxRadius, no size map).
@@ -75,10 +76,10 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
 /// Octahedron opening of radius r on bits: *count += |{p counted : d_L1(p, {D > r}) ≤ r}|, with
 /// D from `distance8` (min(D, 255)), the dilation confined to the box d; the counted voxels
 /// [count_first, count_first + count_voxels) are whole planes of the box. `work` holds
-/// 2 × voxels / 8 bytes.
+/// 2 × voxels / 8 bytes. `steps`: cross steps per launch, 1 to 4 (0: DistancePolicy::kBitSteps).
 void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int64_t r, void* work,
                                          const VolumeDims& d, std::int64_t count_first, std::int64_t count_voxels,
-                                         unsigned long long* count, cudaStream_t stream);
+                                         unsigned long long* count, cudaStream_t stream, int steps = 0);
 
 /// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
 /// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.

@@ -15,7 +15,8 @@ namespace {
 class GpuBackend {
  public:
   GpuBackend(const Array& mask, const GranulometryOptions& options, cudaStream_t stream)
-      : mask_(mask), element_(options.element), max_size_(options.max_size), stream_(stream) {
+      : mask_(mask), element_(options.element), max_size_(options.max_size), bit_steps_(options.bit_steps),
+        stream_(stream) {
     if (mask.shape().ndim() != 3)
       throw ConfigError("granulometry: expected a 3D volume, got shape " + mask.shape().str());
     if (mask.dtype() != DType::u8)
@@ -115,7 +116,8 @@ class GpuBackend {
                                distance16_.empty() ? nullptr : distance16_.data<std::uint16_t>() + at,
                                distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>() + at, r, work_.raw(),
                                stacks(), box, element_, update_size_map ? size_map_.data<std::int32_t>() : nullptr,
-                               n, plane_offset(planes_.first - z0), planes_.count() * plane(), slot, stream_);
+                               n, plane_offset(planes_.first - z0), planes_.count() * plane(), slot, stream_,
+                               bit_steps_);
   }
 
   void flush() {
@@ -156,6 +158,7 @@ class GpuBackend {
   Array mask_;
   Element element_;
   int max_size_ = -1;
+  int bit_steps_ = 0;
   cudaStream_t stream_;
   int device_ = 0;
   cuda::VolumeDims dims_{};

@@ -1,7 +1,7 @@
 // Octahedron openings on bits (1 bit per voxel, 32 consecutive x per word, X % 32 == 0):
 // erosion n = {D > n} packed from the u8 erosion distances, opening n = n steps of the 6-cross
-// dilation, fused two at a time (one launch dilates by the L1 ball of radius 2), the popcount of
-// the counted words fused into the last launch. A dilation only reaches voxels of the box it is
+// dilation, fused k at a time (one launch dilates by the L1 ball of radius k, k = 1..4, default
+// DistancePolicy::kBitSteps), the popcount of the counted planes fused into the last launch. A dilation only reaches voxels of the box it is
 // given (paths between lattice points of a box stay in the box, so n cross steps inside the box
 // are the L1 ball of radius n inside it: the CPU's cone passes on the same box).
 #include <algorithm>
@@ -44,12 +44,13 @@ __global__ __launch_bounds__(kBitThreads) void pack_above_kernel(const std::uint
   }
 }
 
-/// Word `c` of a row dilated along x by m ≤ 2 voxels; `l` and `r` are the words left and right
+/// Word `c` of a row dilated along x by m ≤ 4 voxels; `l` and `r` are the words left and right
 /// of it in the same row (0 past the row's ends). Bit b of a word is x = 32·word + b.
 __device__ __forceinline__ std::uint32_t x_dilate(std::uint32_t l, std::uint32_t c, std::uint32_t r, int m) {
   std::uint32_t d = c;
-  if (m >= 1) d |= (c << 1) | (l >> 31) | (c >> 1) | (r << 31);
-  if (m >= 2) d |= (c << 2) | (l >> 30) | (c >> 2) | (r << 30);
+#pragma unroll
+  for (int s = 1; s <= 4; ++s)
+    if (s <= m) d |= (c << s) | (l >> (32 - s)) | (c >> s) | (r << (32 - s));
   return d;
 }
 
@@ -108,7 +109,9 @@ void launch_dilate(const std::uint32_t* in, std::uint32_t* out, const VolumeDims
   l1_dilate_bits_kernel<K><<<grid, kBitThreads, 0, stream>>>(in, out, static_cast<int>(d.z), static_cast<int>(d.y),
                                                              static_cast<int>(d.x / 32), z_run, count_z0, count_z1,
                                                              count);
-  check_launch(K == 1 ? "l1_dilate_bits_kernel<1>" : "l1_dilate_bits_kernel<2>", stream);
+  static const char* const names[] = {"", "l1_dilate_bits_kernel<1>", "l1_dilate_bits_kernel<2>",
+                                      "l1_dilate_bits_kernel<3>", "l1_dilate_bits_kernel<4>"};
+  check_launch(names[K], stream);
 }
 
 }  // namespace
@@ -119,7 +122,10 @@ bool bit_octahedron_applies(const VolumeDims& d, std::int64_t r, bool size_map) 
 
 void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int64_t r, void* work,
                                          const VolumeDims& d, std::int64_t count_first, std::int64_t count_voxels,
-                                         unsigned long long* count, cudaStream_t stream) {
+                                         unsigned long long* count, cudaStream_t stream, int steps) {
+  if (steps == 0) steps = DistancePolicy::kBitSteps;
+  if (steps < 1 || steps > 4)
+    throw ConfigError("bit-packed octahedron opening: 1 to 4 cross steps per launch, got " + std::to_string(steps));
   if (!bit_octahedron_applies(d, r, false))
     throw ConfigError("bit-packed octahedron opening: needs X % 32 == 0 and 1 <= r <= " +
                       std::to_string(DistancePolicy::kBitMaxRadius) + ", got X = " + std::to_string(d.x) +
@@ -135,12 +141,16 @@ void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int
   auto* b = a + words;
   pack_above_kernel<<<bit_grid(words), kBitThreads, 0, stream>>>(distance8, a, words, static_cast<std::uint32_t>(r));
   check_launch("pack_above_kernel", stream);
-  std::int64_t left = r;
-  while (left > 0) {
-    const bool last = left <= 2;
-    unsigned long long* c = last ? count : nullptr;
-    if (left >= 2) launch_dilate<2>(a, b, d, cz0, cz1, c, stream), left -= 2;
-    else launch_dilate<1>(a, b, d, cz0, cz1, c, stream), left -= 1;
+  for (std::int64_t left = r; left > 0;) {
+    const int k = static_cast<int>(std::min<std::int64_t>(left, steps));
+    unsigned long long* c = left == k ? count : nullptr;  // the last launch counts
+    switch (k) {
+      case 1: launch_dilate<1>(a, b, d, cz0, cz1, c, stream); break;
+      case 2: launch_dilate<2>(a, b, d, cz0, cz1, c, stream); break;
+      case 3: launch_dilate<3>(a, b, d, cz0, cz1, c, stream); break;
+      default: launch_dilate<4>(a, b, d, cz0, cz1, c, stream); break;
+    }
+    left -= k;
     std::swap(a, b);
   }
 }

@@ -27,6 +27,9 @@ struct GranulometryOptions {
   /// wide it must be). end_plane −1: the last plane. With a halo, max_size must be given.
   std::int64_t first_plane = 0;
   std::int64_t end_plane = -1;
+  /// GPU octahedra on bits: cross steps fused per launch, 1 to 4 (0: the tuned default). For
+  /// benchmarks and tests; every value gives the same result.
+  int bit_steps = 0;
 };
 
 struct GranulometryResult {

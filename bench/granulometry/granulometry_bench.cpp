@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
       const double floor = bytes_floor > compute_floor ? bytes_floor : compute_floor;
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
-                            {"method", bits ? "bit-packed openings (2 cross steps per launch)" : "distance passes"},
+                            {"method", bits ? "bit-packed openings (1 cross step per launch)" : "distance passes"},
                             {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
                             {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},
                             {"foreground", first.remaining[0]}, {"curve", first.remaining},

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_weft.hpp"
 #include "flow_test_util.hpp"
 #include "weft/tasks/flow/flow.hpp"
 #include "weft/tasks/io/flo.hpp"
@@ -34,21 +35,9 @@ FlowParams settings() {
   return p;
 }
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
+using ::weft::test::Outcome;
 
-Outcome run(const std::string& args, const std::string& prefix = "") {
-  const fs::path log = fs::temp_directory_path() / ("weft-flow-test-" + std::to_string(::getpid()) + ".log");
-  const std::string cmd = prefix + kWeft + " flow " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  fs::remove(log);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
-}
+Outcome run(const std::string& args, const std::string& prefix = "") { return ::weft::test::run_weft("flow", args, prefix); }
 
 // Frame t of the sample: the test pattern moved by (0.7 t, -0.4 t), as u8.
 Array frame(int t) {

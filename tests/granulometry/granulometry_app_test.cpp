@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/run_weft.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
 
@@ -21,21 +22,9 @@ namespace fs = std::filesystem;
 
 const std::string kWeft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
+using ::weft::test::Outcome;
 
-Outcome run(const std::string& args, const std::string& prefix = "") {
-  const fs::path log = fs::temp_directory_path() / ("weft-gran-test-" + std::to_string(::getpid()) + ".log");
-  const std::string cmd = prefix + kWeft + " granulometry " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  fs::remove(log);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
-}
+Outcome run(const std::string& args, const std::string& prefix = "") { return ::weft::test::run_weft("granulometry", args, prefix); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream f(p);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_weft.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/io/image.hpp"
 #include "motion_frames.hpp"
@@ -25,21 +26,9 @@ namespace fs = std::filesystem;
 const std::string kWeft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
 const std::string kMappings = std::string(WEFT_SOURCE_DIR) + "/mapping";
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
+using ::weft::test::Outcome;
 
-Outcome run(const std::string& args, const std::string& prefix = "") {
-  const fs::path log = fs::temp_directory_path() / ("weft-sal-test-" + std::to_string(::getpid()) + ".log");
-  const std::string cmd = prefix + kWeft + " saliency " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  fs::remove(log);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
-}
+Outcome run(const std::string& args, const std::string& prefix = "") { return ::weft::test::run_weft("saliency", args, prefix); }
 
 class SaliencyApp : public ::testing::Test {
  protected:

@@ -146,7 +146,10 @@ Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& 
 
 int farm_replicas(int requested, const Cluster& cluster, bool use_gpus, std::int64_t pairs) {
   if (requested > 0) return requested;
-  const int places = use_gpus && cluster.gpu_count() > 0 ? cluster.gpu_count() : cluster.size();
+  // One replica per physical GPU (ranks of one host may all see every GPU), else per rank.
+  const int places = use_gpus && cluster.gpu_count() > 0
+                         ? static_cast<int>(spread_places(cluster, DeviceChoice::gpu).size())
+                         : cluster.size();
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(places, pairs)));
 }
 

@@ -30,6 +30,7 @@ struct Options {
   bool all_maps = false;
   int gabor_groups = 6;
   int farm = 0;  ///< > 0: that many replicas of the per-frame work ("static.<i>" or "frame.<i>"), round-robin
+  std::string farm_text = "auto";  ///< --farm as given: N, or auto (resolved into `farm` before the graph is built)
   std::int64_t max_frames = 0;
   std::string generate_sample;
   std::string sample_size = "128x96";
@@ -145,9 +146,11 @@ int saliency_main(int argc, char** argv) {
       ("png", po::value(&o.png), "folder for heat maps over the frames (saliency_NNNN.png)")
       ("gabor-groups", po::value(&o.gabor_groups)->default_value(6),
        "tasks the 6 orientations are split into (1, 2, 3 or 6): gabor.0 .. gabor.<G-1>")
-      ("farm", po::value(&o.farm)->default_value(0),
+      ("farm", po::value(&o.farm_text)->default_value("auto"),
        "N > 0: a frame farm of N replicas (static: static.<i>, whole static pathway; dynamic/fused: frame.<i>, "
-       "static pathway and residual flow of a frame) between motion.input and motion.median")
+       "static pathway and residual flow of a frame) between motion.input and motion.median; 0: the staged "
+       "graph (--gabor-groups); auto: without --mapping or --gabor-groups, the automatic mapper's farm (two "
+       "replicas per GPU of the job, one per rank on CPUs, the staged graph on the CPUs of one rank), else 0")
       ("motion-scale", po::value(&o.motion.scale)->default_value(0),
        "dynamic pathway working resolution: frames box-averaged by K = 1, 2, 4 or 8 (0: smallest K with W/K <= 512)")
       ("motion-levels", po::value(&o.motion.levels)->default_value(4),
@@ -204,15 +207,32 @@ int saliency_main(int argc, char** argv) {
     saliency::validate(o.motion);
   }
   if (o.output.empty()) throw ConfigError("--output: missing (the HDF5 file for /saliency)");
-  if (o.farm < 0) throw ConfigError("--farm: expected N >= 0, got " + std::to_string(o.farm));
+  if (o.farm_text == "auto") {
+    o.farm = 0;
+    if (common.mapping.empty() && vm["gabor-groups"].defaulted()) {
+      Cluster local;
+      if (!env) local.ranks.push_back(local_devices(0));
+      o.farm = automatic_farm_width(env ? env->cluster() : local, parse_device_choice(common.devices));
+    }
+  } else {
+    std::size_t used = 0;
+    try {
+      o.farm = std::stoi(o.farm_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != o.farm_text.size() || o.farm < 0)
+      throw ConfigError("--farm: expected N >= 0 or auto, got '" + o.farm_text + "'");
+  }
   if (o.max_frames < 0) throw ConfigError("--frames: expected N >= 0, got " + std::to_string(o.max_frames));
   const saliency_app::FrameInput input = saliency_app::resolve_input(o.input, o.max_frames);
   Graph graph = saliency_graph(o, input);
   const RunStats stats = run_graph(graph, common);
   if (root)
-    std::printf("saliency: %lld frames of %lldx%lld, %s pathway, %.3f s (%.1f frames/s) -> %s\n",
+    std::printf("saliency: %lld frames of %lldx%lld, %s pathway, %s, %.3f s (%.1f frames/s) -> %s\n",
                 static_cast<long long>(input.frames), static_cast<long long>(input.width),
-                static_cast<long long>(input.height), o.pathway.c_str(), stats.seconds,
+                static_cast<long long>(input.height), o.pathway.c_str(),
+                o.farm > 0 ? ("farm of " + std::to_string(o.farm)).c_str() : "staged graph", stats.seconds,
                 stats.seconds > 0 ? static_cast<double>(input.frames) / stats.seconds : 0.0, o.output.c_str());
   return 0;
 }

@@ -308,14 +308,27 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
     for (const std::string layout : {"farm", "pipeline", "auto"}) {
       if (n == 1 && layout != "farm") continue;
       Timing t;
+      int width = 0;
       try {
         auto arrivals = std::make_shared<std::vector<Clock::time_point>>();
-        Graph g = pathway_graph("fused", layout == "farm" ? n : 0, frames, count, arrivals);
+        // The automatic choice sees the first n devices: n GPUs of this process, or n ranks with
+        // one GPU each (as with CUDA_VISIBLE_DEVICES per rank); it picks the graph's farm width
+        // (automatic_farm_width, as `weft saliency --farm auto`) and the places (AutoMapper).
+        Cluster cluster = env.cluster();
+        if (ranks) {
+          cluster.ranks.resize(static_cast<std::size_t>(n));
+          for (int r = 0; r < n; ++r) {
+            const GpuInfo mine = cluster.ranks[static_cast<std::size_t>(r)].gpus.at(static_cast<std::size_t>(r % local));
+            cluster.ranks[static_cast<std::size_t>(r)].gpus = {mine};
+          }
+        } else {
+          cluster.ranks[0].gpus.resize(static_cast<std::size_t>(n));
+        }
+        width = layout == "farm" ? n : layout == "auto" ? automatic_farm_width(cluster, DeviceChoice::gpu) : 0;
+        if (layout == "auto" && env.rank() == 0) std::printf("%-28s auto: farm of %d\n", "", width);
+        Graph g = pathway_graph("fused", width, frames, count, arrivals);
         Mapping m;
         if (layout == "auto") {
-          Cluster cluster = env.cluster();
-          if (ranks) cluster.ranks.resize(static_cast<std::size_t>(n));
-          else cluster.ranks[0].gpus.resize(static_cast<std::size_t>(n));
           g.place(g.at("read"), Place::host());
           g.place(g.at("write"), Place::host());
           ApiMapper api;
@@ -345,7 +358,7 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
                     100 * share);
         std::fflush(stdout);
       }
-      table.push_back({{"layout", layout}, {"devices", n}, {"fps", fps}, {"speedup", one > 0 ? fps / one : 0.0},
+      table.push_back({{"layout", layout}, {"devices", n}, {"farm_width", width}, {"fps", fps}, {"speedup", one > 0 ? fps / one : 0.0},
                        {"seconds_per_frame", t.steady}, {"seconds_per_frame_with_startup", t.total},
                        {"runtime_share", share}, {"frames", count}});
     }
@@ -370,7 +383,8 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
   result.metric(key, table);
   result.metric(key + "_note", "fused 1920x1080 graph, frames from memory; farm: frame.<i> on device i, stateful ends "
                                "and fusion on device 0; pipeline: static vs dynamic pathway (2), gabor halves and "
-                               "dynamic halves (4); auto: AutoMapper over the first n devices; speedup against the "
+                               "dynamic halves (4); auto: the automatic choice over the first n devices (farm width from "
+                               "automatic_farm_width, two replicas per GPU, placed by AutoMapper); speedup against the "
                                "farm on 1 device; runtime_share = 1 - (stages_seconds / n) / seconds_per_frame, with stages_seconds the "
                                "fused GPU stages alone on device 0");
   result.metric(key + "_stages_seconds", stages);

@@ -98,3 +98,39 @@ TEST(AutoMapper, UsesGpusOnlyForTasksWithCuda) {
   EXPECT_EQ(cpu.at("gabor.0").str(), "cpu");
   EXPECT_THROW((void)map_graph(g, cluster(1, 0), {&gpu_only}), ConfigError);
 }
+
+TEST(AutoMapper, SpreadsFarmReplicasOverEachPhysicalGpuOnce) {
+  Cluster shared;  // mpirun -np 4 on one host without CUDA_VISIBLE_DEVICES: every rank sees 4 GPUs
+  for (int r = 0; r < 4; ++r) {
+    RankInfo info;
+    info.rank = r;
+    info.host = "node";
+    for (int d = 0; d < 4; ++d) info.gpus.push_back({d, "H200", 1, 9, 0, 132, "uuid" + std::to_string(d)});
+    shared.ranks.push_back(info);
+  }
+  const std::vector<Place> places = spread_places(shared, DeviceChoice::automatic);
+  ASSERT_EQ(places.size(), 4u);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(places[static_cast<std::size_t>(r)], Place::cuda(r, r));
+  EXPECT_EQ(automatic_farm_width(shared, DeviceChoice::automatic), 8);  // two per GPU
+  EXPECT_EQ(automatic_farm_width(shared, DeviceChoice::cpu), 4);        // one per rank
+  EXPECT_EQ(automatic_farm_width(cluster(1, 0), DeviceChoice::automatic), 0);  // one CPU rank: staged
+  EXPECT_EQ(automatic_farm_width(cluster(1, 3), DeviceChoice::gpu, 1), 3);
+
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("read", 3, 4);
+  auto& sink = g.add<tasks::Collect>("write", std::make_shared<tasks::Collect::Record>());
+  const int width = automatic_farm_width(shared, DeviceChoice::automatic);
+  const Farm farm = g.add_farm("work", width, [](int i) {
+    return std::make_unique<tasks::Affine>("work." + std::to_string(i), 1, 0);
+  });
+  g.connect(src.out, farm.in());
+  g.connect(farm.out(), sink.in);
+  AutoMapper automatic;
+  const Mapping m = map_graph(g, shared, {&automatic});
+  EXPECT_EQ(m.at("read"), Place::host(0));
+  for (int i = 0; i < width; ++i) {
+    const Place p = m.at("work." + std::to_string(i));
+    if (g.at("work.0").has_cuda()) EXPECT_EQ(p, Place::cuda(i % 4, i % 4)) << i;
+    else EXPECT_EQ(p, Place::host(i % 4)) << i;
+  }
+}

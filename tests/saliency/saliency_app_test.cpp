@@ -200,6 +200,13 @@ TEST_F(SaliencyApp, FusedByDefaultWithAllMapsOnOneTwoFourRanksAndAFarm) {
                           std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
     ASSERT_EQ(m.code, 0) << ranks << " ranks: " << m.output;
     expect_maps(out, "/saliency", want.fused);
+    // No mapping, --farm auto: the automatic mapper's farm, one replica per rank, same maps.
+    const std::string automatic = path("fauto-" + std::to_string(ranks) + ".h5");
+    const Outcome a = run("--input " + video_ + ":/frames --output " + automatic + " --devices cpu",
+                          std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " + std::to_string(ranks) + " ");
+    ASSERT_EQ(a.code, 0) << ranks << " ranks: " << a.output;
+    EXPECT_NE(a.output.find("farm of " + std::to_string(ranks)), std::string::npos) << a.output;
+    expect_maps(automatic, "/saliency", want.fused);
   }
 #endif
 }
@@ -219,6 +226,7 @@ TEST_F(SaliencyApp, ClearErrors) {
       {"--input " + path("none%03d.png"), "no file matches"},
       {"--input " + video_ + ":/frames --gabor-groups 4", "--gabor-groups"},
       {"--input " + video_ + ":/frames --farm -1", "--farm"},
+      {"--input " + video_ + ":/frames --farm many", "--farm"},
   };
   for (const auto& c : cases) {
     const Outcome o = run(c.args + out);

@@ -1,5 +1,6 @@
 #include "weft/mapping/mapping.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "weft/util/error.hpp"
@@ -33,19 +34,60 @@ std::optional<Place> ApiMapper::place(const Task& task, const Graph& graph, cons
   return graph.requested_place(task);
 }
 
+std::vector<Place> spread_places(const Cluster& cluster, DeviceChoice choice) {
+  const bool gpus = cluster.gpu_count() > 0;
+  if (choice == DeviceChoice::gpu && !gpus) throw ConfigError("--devices gpu: no GPU was found on any rank");
+  const bool use_gpus = choice != DeviceChoice::cpu && gpus;
+  std::vector<Place> places;
+  if (use_gpus) {
+    auto key = [](const RankInfo& r, const GpuInfo& g) {
+      return r.host + "/" + (g.uuid.empty() ? std::to_string(r.rank) + ":" + std::to_string(g.index) : g.uuid);
+    };
+    std::vector<int> load(cluster.ranks.size(), 0);
+    std::vector<std::string> seen;
+    for (const auto& r : cluster.ranks)
+      for (const auto& g : r.gpus) {
+        const std::string k = key(r, g);
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+        seen.push_back(k);
+        int best = -1, best_device = 0;
+        for (const auto& other : cluster.ranks)
+          for (const auto& h : other.gpus)
+            if (key(other, h) == k && (best < 0 || load[static_cast<std::size_t>(other.rank)] <
+                                                       load[static_cast<std::size_t>(best)]))
+              best = other.rank, best_device = h.index;
+        ++load[static_cast<std::size_t>(best)];
+        places.push_back(Place::cuda(best_device, best));
+      }
+    std::sort(places.begin(), places.end(),
+              [](const Place& a, const Place& b) { return a.rank != b.rank ? a.rank < b.rank : a.device < b.device; });
+  }
+  for (const auto& r : cluster.ranks)
+    if (!use_gpus || (choice == DeviceChoice::all && r.gpus.empty())) places.push_back(Place::host(r.rank));
+  return places;
+}
+
+int automatic_farm_width(const Cluster& cluster, DeviceChoice choice, int per_gpu) {
+  const bool use_gpus = choice != DeviceChoice::cpu && cluster.gpu_count() > 0;
+  if (!use_gpus) return cluster.size() > 1 ? cluster.size() : 0;
+  int gpu_places = 0;
+  for (const Place& p : spread_places(cluster, choice)) gpu_places += p.is_gpu() ? 1 : 0;
+  return std::max(1, per_gpu) * gpu_places;
+}
+
 std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, const Cluster& cluster) const {
   bool gpus = cluster.gpu_count() > 0 && !cluster.ranks.empty() && !cluster.ranks[0].gpus.empty();
   if (choice_ == DeviceChoice::gpu && cluster.gpu_count() == 0)
     throw ConfigError("--devices gpu: no GPU was found on any rank");
   bool use_gpu = choice_ != DeviceChoice::cpu && gpus && task.has_cuda();
   if (!task.has_cpu() && gpus) use_gpu = true;
-  // Replicas of a farm (fed by a routing task) and slabs of a partition spread over every GPU of
-  // every rank, or over the CPUs of every rank; other tasks stay on rank 0.
+  // Replicas of a farm (fed by a routing task) and slabs of a partition go round-robin over the
+  // spread places (one per physical GPU, or the CPU of every rank); other tasks stay on rank 0.
   auto spread = [&](int replica) {
     if (use_gpu) {
       std::vector<Place> all;
-      for (const auto& r : cluster.ranks)
-        for (const auto& g : r.gpus) all.push_back(Place::cuda(g.index, r.rank));
+      for (const Place& p : spread_places(cluster, choice_))
+        if (p.is_gpu()) all.push_back(p);
       return all[static_cast<std::size_t>(replica) % all.size()];
     }
     return Place::host(replica % cluster.size());

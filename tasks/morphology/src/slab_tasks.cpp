@@ -203,38 +203,7 @@ void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, 
   }
 }
 
-std::vector<Place> slab_places(const Cluster& cluster, DeviceChoice choice) {
-  const bool gpus = cluster.gpu_count() > 0;
-  if (choice == DeviceChoice::gpu && !gpus) throw ConfigError("--devices gpu: no GPU was found on any rank");
-  const bool use_gpus = choice != DeviceChoice::cpu && gpus;
-  std::vector<Place> places;
-  std::vector<int> load(cluster.ranks.size(), 0);
-  if (use_gpus) {
-    // One place per physical GPU (ranks on one host may all see every GPU: mpirun without
-    // CUDA_VISIBLE_DEVICES), given to the least loaded rank that sees it.
-    std::vector<std::string> seen;
-    for (const auto& r : cluster.ranks)
-      for (const auto& g : r.gpus) {
-        const std::string key = r.host + "/" + (g.uuid.empty() ? std::to_string(r.rank) + ":" + std::to_string(g.index) : g.uuid);
-        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-        seen.push_back(key);
-        int best = -1, best_device = 0;
-        for (const auto& other : cluster.ranks)
-          for (const auto& h : other.gpus) {
-            const std::string k = other.host + "/" + (h.uuid.empty() ? std::to_string(other.rank) + ":" + std::to_string(h.index) : h.uuid);
-            if (k == key && (best < 0 || load[static_cast<std::size_t>(other.rank)] < load[static_cast<std::size_t>(best)]))
-              best = other.rank, best_device = h.index;
-          }
-        ++load[static_cast<std::size_t>(best)];
-        places.push_back(Place::cuda(best_device, best));
-      }
-    std::sort(places.begin(), places.end(),
-              [](const Place& a, const Place& b) { return a.rank != b.rank ? a.rank < b.rank : a.device < b.device; });
-  }
-  for (const auto& r : cluster.ranks)
-    if (!use_gpus || (choice == DeviceChoice::all && r.gpus.empty())) places.push_back(Place::host(r.rank));
-  return places;
-}
+std::vector<Place> slab_places(const Cluster& cluster, DeviceChoice choice) { return spread_places(cluster, choice); }
 
 std::optional<Place> SlabMapper::place(const Task& task, const Graph&, const Cluster&) const {
   const std::string& name = task.name();

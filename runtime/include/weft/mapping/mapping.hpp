@@ -31,6 +31,19 @@ class Mapping {
 enum class DeviceChoice { automatic, cpu, gpu, all };
 [[nodiscard]] DeviceChoice parse_device_choice(const std::string& text);
 
+/// The places work is spread over (farm replicas, partition slabs): one per physical GPU, given to
+/// the least loaded rank that sees it (ranks of one host may all see every GPU when mpirun sets no
+/// CUDA_VISIBLE_DEVICES), ordered by rank then device; the CPU of every rank when no GPU is used
+/// (`cpu`, or none found); with `all`, also the CPU of every rank without a GPU. Throws
+/// ConfigError for `gpu` when no rank has one.
+[[nodiscard]] std::vector<Place> spread_places(const Cluster& cluster, DeviceChoice choice);
+
+/// The width the automatic mapper gives a farm of stateless per-item work whose width the user
+/// left open: `per_gpu` replicas on each place of spread_places when GPUs are used (two by
+/// default: one item's transfers and short kernels overlap another's), one per rank on CPUs, and
+/// 0 (no farm: the staged graph) for the CPU of a single rank.
+[[nodiscard]] int automatic_farm_width(const Cluster& cluster, DeviceChoice choice, int per_gpu = 2);
+
 /// A source of placements. Returns nothing for a task it has no opinion on.
 class Mapper {
  public:
@@ -69,9 +82,9 @@ class FileMapper final : public Mapper {
   std::vector<Rule> rules_;
 };
 
-/// The default: tasks with a CUDA implementation spread over the chosen GPUs (round-robin over
-/// ranks and devices, keeping chains together), everything else on the CPU of rank 0... of the
-/// rank of its neighbours.
+/// The default: replicas of a farm (the tasks fed by a routing task) and slabs of a partition go
+/// round-robin over spread_places; every other task runs on the first GPU of rank 0 when it has
+/// a CUDA implementation and GPUs are used, else on the CPU of rank 0.
 class AutoMapper final : public Mapper {
  public:
   explicit AutoMapper(DeviceChoice choice = DeviceChoice::automatic) : choice_(choice) {}

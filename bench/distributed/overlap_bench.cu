@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "result.hpp"
@@ -83,7 +85,7 @@ class Consumer final : public Task {
 
 double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double run_pipeline(int tokens, int loops, bool overlap, int gpu_rank1) {
+double run_pipeline(int tokens, int loops, bool overlap, int gpu_rank1, const std::string& trace = "") {
   Graph g;
   auto& p = g.add<Producer>(tokens);
   auto& a = g.add<Increment>("inc0", loops);
@@ -98,7 +100,7 @@ double run_pipeline(int tokens, int loops, bool overlap, int gpu_rank1) {
   m.set("inc1", Place::cuda(gpu_rank1, 1));
   m.set("consumer", Place::host(1));
   // Pools kept between runs: the warm-up run grows them, the timed run only reuses them.
-  Executor ex({.channel_capacity = 2, .overlap = overlap, .trace_file = "", .trim_pools = false});
+  Executor ex({.channel_capacity = 2, .overlap = overlap, .trace_file = trace, .trim_pools = false});
   MPI_Barrier(MPI_COMM_WORLD);
   auto t0 = Clock::now();
   ex.run(g, m).wait();
@@ -226,6 +228,12 @@ int main(int argc, char** argv) {
                       {"max_speedup", max_speedup}});
     worst_ratio = std::max(worst_ratio, on / bound);
     best_speedup_fraction = std::max(best_speedup_fraction, speedup / max_speedup);
+  }
+  // WEFT_OVERLAP_TRACE=FILE: one more run with overlap on at the balanced point, traced (the
+  // merged timeline shows which copy, kernel or send each iteration waits for).
+  if (const char* trace = std::getenv("WEFT_OVERLAP_TRACE"); trace && *trace) {
+    run_pipeline(20, 1800, true, gpu_rank1, trace);
+    if (env.rank() == 0) std::printf("trace of 20 tokens at 1800 loops, overlap on: %s\n", trace);
   }
   if (env.rank() == 0) {
     result.metric("points", points);

@@ -311,16 +311,14 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
       int width = 0;
       try {
         auto arrivals = std::make_shared<std::vector<Clock::time_point>>();
-        // The automatic choice sees the first n devices: n GPUs of this process, or n ranks with
-        // one GPU each (as with CUDA_VISIBLE_DEVICES per rank); it picks the graph's farm width
-        // (automatic_farm_width, as `weft saliency --farm auto`) and the places (AutoMapper).
+        // The automatic choice sees the first n devices: n GPUs of this process, or n ranks that
+        // each see the host's first n GPUs (spread_places gives each rank its own); it picks the
+        // graph's farm width (automatic_farm_width, as `weft saliency --farm auto`) and the
+        // places (AutoMapper).
         Cluster cluster = env.cluster();
         if (ranks) {
           cluster.ranks.resize(static_cast<std::size_t>(n));
-          for (int r = 0; r < n; ++r) {
-            const GpuInfo mine = cluster.ranks[static_cast<std::size_t>(r)].gpus.at(static_cast<std::size_t>(r % local));
-            cluster.ranks[static_cast<std::size_t>(r)].gpus = {mine};
-          }
+          for (auto& r : cluster.ranks) r.gpus.resize(std::min(r.gpus.size(), static_cast<std::size_t>(n)));
         } else {
           cluster.ranks[0].gpus.resize(static_cast<std::size_t>(n));
         }

@@ -2,6 +2,13 @@
 // ranks share one GPU. Skips without a GPU on every rank.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "executor_fixture.hpp"
 
 using namespace weft;
@@ -39,6 +46,43 @@ TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
       for (std::int64_t i = 0; i < kLength; i += 511)
         ASSERT_EQ(rec->arrays[k][i], test::expected(k, i, kLength, 2.0f, 1.0f, 0.5f, -3.0f));
     }
+  }
+}
+
+TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
+  for (const auto& r : env->cluster().ranks)
+    if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";
+  if (env->size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr std::uint64_t kTokens = 40;
+  const int last = env->size() - 1;
+  const int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
+  const auto path = (std::filesystem::temp_directory_path() / "weft_trace_gpu.json").string();
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  Graph g = test::affine_chain(kTokens, 1 << 16, rec);
+  Mapping m;
+  m.set("source", Place::host(0));
+  m.set("a", Place::cuda(0, 0));
+  m.set("b", Place::cuda(second_gpu, last));
+  m.set("sink", Place::host(last));
+  Executor ex({.channel_capacity = 3, .overlap = true, .trace_file = path});
+  RunHandle run = ex.run(g, m);
+  run.wait();
+  if (env->rank() != 0) return;
+  std::ifstream in(path);
+  const auto doc = nlohmann::json::parse(in);
+  std::map<std::string, int> gpu_spans;  // category -> spans on the GPU clock
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" || !e["args"].contains("clock")) continue;
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    ++gpu_spans[e["cat"].get<std::string>()];
+  }
+  // Kernels of a and b, the copies in (rank 0) and out (last rank), and the transfer between the
+  // ranks when NCCL carries it.
+  EXPECT_EQ(gpu_spans["gpu"], static_cast<int>(2 * kTokens));
+  EXPECT_EQ(gpu_spans["copy"], static_cast<int>(2 * kTokens));
+  if (run.stats().nccl_edges > 0) {
+    EXPECT_EQ(gpu_spans["send"], static_cast<int>(kTokens));
+    EXPECT_EQ(gpu_spans["recv"], static_cast<int>(kTokens));
   }
 }
 

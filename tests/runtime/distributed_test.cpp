@@ -100,9 +100,18 @@ TEST(Distributed, MergedTraceHoldsEveryRank) {
   std::ifstream in(path);
   auto doc = nlohmann::json::parse(in);
   std::set<int> pids;
-  for (const auto& e : doc["traceEvents"])
-    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  std::set<std::uint64_t> sent, received;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    pids.insert(e["pid"].get<int>());
+    if (e["cat"] == "send") sent.insert(e["args"]["token"].get<std::uint64_t>());
+    if (e["cat"] == "recv") received.insert(e["args"]["token"].get<std::uint64_t>());
+  }
   EXPECT_EQ(pids.size(), static_cast<std::size_t>(std::min(env->size(), 2)));
+  if (env->size() > 1) {  // every token crosses to the last rank and back: a send and a receive each way
+    EXPECT_EQ(sent.size(), 50u);
+    EXPECT_EQ(received.size(), 50u);
+  }
 }
 
 TEST(Distributed, FarmOverEveryRankKeepsOrder) {

@@ -1,5 +1,6 @@
 #include "exec/device.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
@@ -195,37 +196,113 @@ void release_task_stream(int device, void* stream) noexcept {
   s.free_streams.push_back(static_cast<cudaStream_t>(stream));
 }
 
-Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done) {
+namespace {
+std::mutex g_timing_mutex;
+std::vector<cudaEvent_t>& timing_events(int device) {
+  static std::vector<std::vector<cudaEvent_t>> free(kMaxDevices);
+  return free.at(static_cast<std::size_t>(device));
+}
+cudaEvent_t take_timing_event(int device) {
+  {
+    std::lock_guard lock(g_timing_mutex);
+    auto& free = timing_events(device);
+    if (!free.empty()) {
+      cudaEvent_t e = free.back();
+      free.pop_back();
+      return e;
+    }
+  }
+  cudaEvent_t e;
+  WEFT_CUDA_CHECK(cudaEventCreate(&e));  // with timing
+  return e;
+}
+// Per device: a timing event and the steady-clock time (us) read right after it completed.
+struct Reference {
+  std::once_flag once;
+  cudaEvent_t event = nullptr;
+  double steady_us = 0;
+};
+Reference& reference(int device) {
+  static Reference* refs = new Reference[kMaxDevices];
+  Reference& r = refs[device];
+  std::call_once(r.once, [&] {
+    WEFT_CUDA_CHECK(cudaSetDevice(device));
+    WEFT_CUDA_CHECK(cudaEventCreate(&r.event));
+    WEFT_CUDA_CHECK(cudaEventRecord(r.event, static_cast<cudaStream_t>(device_streams(device).compute)));
+    WEFT_CUDA_CHECK(cudaEventSynchronize(r.event));
+    r.steady_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  });
+  return r;
+}
+}  // namespace
+
+void gpu_interval_start(GpuInterval& interval, int device, void* stream) {
+  (void)reference(device);
+  interval.device = device;
+  interval.start = take_timing_event(device);
+  interval.stop = nullptr;
+  WEFT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(interval.start), static_cast<cudaStream_t>(stream)));
+}
+
+void gpu_interval_stop(GpuInterval& interval, void* stream) {
+  if (!interval.start) return;
+  interval.stop = take_timing_event(interval.device);
+  WEFT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(interval.stop), static_cast<cudaStream_t>(stream)));
+}
+
+bool gpu_interval_times(GpuInterval& interval, double& start_steady_us, double& duration_us) {
+  if (!interval.start || !interval.stop) return false;
+  Reference& r = reference(interval.device);
+  WEFT_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(interval.stop)));
+  float from_ref = 0, length = 0;
+  WEFT_CUDA_CHECK(cudaEventElapsedTime(&from_ref, r.event, static_cast<cudaEvent_t>(interval.start)));
+  WEFT_CUDA_CHECK(cudaEventElapsedTime(&length, static_cast<cudaEvent_t>(interval.start), static_cast<cudaEvent_t>(interval.stop)));
+  start_steady_us = r.steady_us + 1e3 * static_cast<double>(from_ref);
+  duration_us = 1e3 * static_cast<double>(length);
+  std::lock_guard lock(g_timing_mutex);
+  timing_events(interval.device).push_back(static_cast<cudaEvent_t>(interval.start));
+  timing_events(interval.device).push_back(static_cast<cudaEvent_t>(interval.stop));
+  interval.start = interval.stop = nullptr;
+  return true;
+}
+
+Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done, GpuInterval* timing) {
   DeviceStreams& st = device_streams(device);
   Array dst = Array::device(src.dtype(), src.shape(), device, st.h2d);
+  if (timing) gpu_interval_start(*timing, device, st.h2d);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyHostToDevice,
                                   static_cast<cudaStream_t>(st.h2d)));
+  if (timing) gpu_interval_stop(*timing, st.h2d);
   done = Event::record(device, st.h2d);
   done->make_wait(user);
   return dst;
 }
 
-Array copy_to_host(const Array& src, const Event* ready) {
+Array copy_to_host(const Array& src, const Event* ready, GpuInterval* timing) {
   int device = src.memory().device_index;
   DeviceStreams& st = device_streams(device);
   Array dst = Array::host(src.dtype(), src.shape());
   WEFT_CUDA_CHECK(cudaSetDevice(device));
   if (ready) ready->make_wait(st.d2h);
+  if (timing) gpu_interval_start(*timing, device, st.d2h);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToHost,
                                   static_cast<cudaStream_t>(st.d2h)));
+  if (timing) gpu_interval_stop(*timing, st.d2h);
   auto done = Event::record(device, st.d2h);
   done->synchronize();
   return dst;
 }
 
 Array copy_between_devices(const Array& src, int device, void* user, const Event* ready,
-                           std::shared_ptr<Event>& done) {
+                           std::shared_ptr<Event>& done, GpuInterval* timing) {
   DeviceStreams& st = device_streams(device);
   Array dst = Array::device(src.dtype(), src.shape(), device, st.h2d);
   WEFT_CUDA_CHECK(cudaSetDevice(device));
   if (ready) ready->make_wait(st.h2d);
+  if (timing) gpu_interval_start(*timing, device, st.h2d);
   WEFT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw(), device, src.raw(), src.memory().device_index,
                                       src.bytes(), static_cast<cudaStream_t>(st.h2d)));
+  if (timing) gpu_interval_stop(*timing, st.h2d);
   done = Event::record(device, st.h2d);
   done->make_wait(user);
   return dst;
@@ -251,12 +328,15 @@ void Event::synchronize() const { no_cuda(); }
 bool Event::done() const { return true; }
 Event::~Event() = default;
 void synchronize_stream(int, void*) { no_cuda(); }
-Array copy_to_device(const Array&, int, void*, std::shared_ptr<Event>&) { no_cuda(); }
+Array copy_to_device(const Array&, int, void*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }
+void gpu_interval_start(GpuInterval&, int, void*) { no_cuda(); }
+void gpu_interval_stop(GpuInterval&, void*) {}
+bool gpu_interval_times(GpuInterval&, double&, double&) { return false; }
 void* acquire_task_stream(int) { no_cuda(); }
 void release_task_stream(int, void*) noexcept {}
 void trim_device_pools() noexcept {}
-Array copy_to_host(const Array&, const Event*) { no_cuda(); }
-Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&) { no_cuda(); }
+Array copy_to_host(const Array&, const Event*, GpuInterval*) { no_cuda(); }
+Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }
 
 #endif
 

@@ -46,15 +46,31 @@ class Event {
 
 void synchronize_stream(int device, void* stream);
 
+/// GPU time of some work on a stream, for the trace: timing events recorded before and after it,
+/// read once the run is over. `start` and `stop` own pooled events until `gpu_interval_times`.
+struct GpuInterval {
+  int device = -1;
+  void* start = nullptr;
+  void* stop = nullptr;
+};
+void gpu_interval_start(GpuInterval& interval, int device, void* stream);
+void gpu_interval_stop(GpuInterval& interval, void* stream);
+/// Start (microseconds on the steady clock, through a reference event of the device whose host
+/// time was read right after it completed: a few microseconds late at most) and duration; waits
+/// for the interval's end and gives its events back. False if it was never closed.
+bool gpu_interval_times(GpuInterval& interval, double& start_steady_us, double& duration_us);
+
 /// Host array -> new device array of `device`; the copy runs on the h2d stream and `user` (the
 /// consuming task's stream) is made to wait for it. `done` is recorded after the copy (keep `src`
 /// alive until then).
-[[nodiscard]] Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done);
+/// With `timing`, the copy's GPU interval is recorded there (tracing).
+[[nodiscard]] Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done,
+                                   GpuInterval* timing = nullptr);
 /// Device array -> new host array, after `ready` (if any); blocks until the copy completed.
-[[nodiscard]] Array copy_to_host(const Array& src, const Event* ready);
+[[nodiscard]] Array copy_to_host(const Array& src, const Event* ready, GpuInterval* timing = nullptr);
 /// Device array -> array on another GPU of this process (peer copy); `user` waits for it.
 [[nodiscard]] Array copy_between_devices(const Array& src, int device, void* user, const Event* ready,
-                                         std::shared_ptr<Event>& done);
+                                         std::shared_ptr<Event>& done, GpuInterval* timing = nullptr);
 /// A stream of `device` for one task (streams are pooled and reused across runs). Each GPU task
 /// launches on its own stream so that tasks on one device do not queue behind each other; the
 /// device's compute stream stays the home where pooled memory is freed.

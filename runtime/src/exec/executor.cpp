@@ -209,20 +209,22 @@ class FiringContext final : public Context {
 
 // Brings an array to the node's place. Copies to a GPU are asynchronous: the source stays
 // alive in `pending` until its copy event completed.
-Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shared_ptr<Event>& ready,
+Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shared_ptr<Event>& ready, std::uint64_t token,
                   std::deque<std::pair<std::shared_ptr<Event>, Array>>& pending) {
   Memory m = a.memory();
   const Place& p = node.place;
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   Array out;
   std::shared_ptr<Event> done;
+  detail::GpuInterval interval;
+  detail::GpuInterval* timing = run.trace.enabled() ? &interval : nullptr;
   if (!p.is_gpu()) {
     if (m.is_host()) return a;
-    out = detail::copy_to_host(a, ready.get());
+    out = detail::copy_to_host(a, ready.get(), timing);
   } else if (m.is_host()) {
-    out = detail::copy_to_device(a, p.device, stream, done);
+    out = detail::copy_to_device(a, p.device, stream, done, timing);
   } else if (m.device_index != p.device) {
-    out = detail::copy_between_devices(a, p.device, stream, ready.get(), done);
+    out = detail::copy_between_devices(a, p.device, stream, ready.get(), done, timing);
   } else {
     // Same GPU: produced on another task's stream, or received by NCCL on its own stream.
     if (ready) ready->make_wait(stream);
@@ -236,8 +238,12 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
     if (!run.options.overlap) done->synchronize();
     pending.emplace_back(std::move(done), std::move(a));
   }
-  if (run.trace.enabled())
-    run.trace.add({"copy to " + p.str(), "copy", node.lane, 0, t0, run.trace.now_us() - t0});
+  if (run.trace.enabled()) {
+    run.trace.add({"copy to " + p.str(), "copy", node.lane, token, t0, run.trace.now_us() - t0});
+    const int device = p.is_gpu() ? p.device : m.device_index;
+    run.trace.name_lane(detail::gpu_lane(node.lane), node.task->name() + " (on gpu:" + std::to_string(device) + ")");
+    run.trace.add_gpu({"copy to " + p.str(), "copy", detail::gpu_lane(node.lane), token, interval});
+  }
   return out;
 }
 
@@ -340,7 +346,7 @@ void drive(State& run, Node& node) {
             ctx.values()[p] = std::move(t.value);
             ctx.readies()[p] = std::move(t.ready);
           } else if (a) {
-            ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(*a), t.ready, pending);
+            ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(*a), t.ready, t.index, pending);
             used_device_arrays = gpu;
           } else {
             ctx.values()[p] = std::move(t.value);
@@ -364,7 +370,14 @@ void drive(State& run, Node& node) {
       auto c0 = std::chrono::steady_clock::now();
       if (gpu) {
         if (timer) timer->start(ctx.stream());
+        detail::GpuInterval interval;
+        if (run.trace.enabled()) detail::gpu_interval_start(interval, node.place.device, ctx.stream());
         task.run_cuda(ctx);
+        if (run.trace.enabled()) {
+          detail::gpu_interval_stop(interval, ctx.stream());
+          run.trace.name_lane(detail::gpu_lane(node.lane), node.task->name() + " (on gpu:" + std::to_string(node.place.device) + ")");
+          run.trace.add_gpu({task.name(), "gpu", detail::gpu_lane(node.lane), index, interval});
+        }
         if (timer) {
           timer->stop(ctx.stream());
           node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
@@ -671,6 +684,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   }
   const bool distributed = env && env->distributed() && env->size() > 1;
   if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
+  if (run.remote) run.remote->set_trace(&run.trace);
   detail::Migrations::Post post;
   if (distributed && !plan.groups.empty()) {
     detail::RemoteLinks* remote = run.remote.get();

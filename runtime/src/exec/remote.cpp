@@ -101,6 +101,7 @@ struct RemoteLinks::Impl {
   bool messages = false;
   bool messages_closed = false;
   std::mutex post_mutex;  // a message's header and payload are submitted together
+  TraceRecorder* trace = nullptr;  // set before the links start
 
   std::shared_ptr<Op> submit(bool send, void* buffer, std::size_t bytes, int peer, int tag, std::shared_ptr<void> keep = {}) {
     auto op = std::make_shared<Op>();
@@ -268,13 +269,22 @@ MPI_Comm RemoteLinks::communicator() { return run_comm(); }
 
 RemoteLinks::~RemoteLinks() { finish(); }
 
+void RemoteLinks::set_trace(TraceRecorder* trace) { impl_->trace = trace && trace->enabled() ? trace : nullptr; }
+
 void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   Impl* impl = impl_.get();
+  // Lanes of the link in the trace: 200000 + 2 * edge (send), + 1 (receive); NCCL on gpu_lane().
+  const int lane = 200000 + 2 * id;
+  if (impl->trace) {
+    impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": send to rank " + std::to_string(to));
+    if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL send (GPU)");
+  }
   int capacity = impl->options.channel_capacity;
-  impl->bodies.push_back([impl, source, to, id, capacity, nccl] {
+  impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane] {
     try {
       int credits = 0;
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
+      std::deque<std::pair<std::uint64_t, double>> traced;  // token and submit time of in_flight
       std::deque<std::pair<std::shared_ptr<Event>, Array>> nccl_in_flight;
       while (true) {
         Token t;
@@ -326,10 +336,14 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           credits += *c;
         }
         std::vector<std::shared_ptr<Op>> ops;
+        const double t0 = impl->trace ? impl->trace->now_us() : 0;
         ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
         if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag_in(impl->run, id, 1), keep);
         if (header->nccl) {
-          nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to), direct);
+          GpuInterval interval;
+          nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
+          if (impl->trace)
+            impl->trace->add_gpu({"ncclSend to rank " + std::to_string(to), "send", gpu_lane(lane), t.index, interval});
           while (nccl_in_flight.size() > 2) {  // double buffering
             nccl_in_flight.front().first->synchronize();
             nccl_in_flight.pop_front();
@@ -337,11 +351,16 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
         }
         if (!t.end) --credits;
         in_flight.push_back(std::move(ops));
+        traced.emplace_back(t.end ? ~std::uint64_t{0} : t.index, t0);
         // Double buffering: at most two tokens' sends outstanding per edge.
         while (in_flight.size() > 2 || (t.end && !in_flight.empty())) {
           for (auto& op : in_flight.front())
             if (!impl->wait(op)) return;
           in_flight.pop_front();
+          if (impl->trace && traced.front().first != ~std::uint64_t{0})  // from submission to completion of its MPI messages
+            impl->trace->add({"send", "send", lane, traced.front().first, traced.front().second,
+                              impl->trace->now_us() - traced.front().second});
+          traced.pop_front();
         }
         if (t.end) {
           for (auto& [event, array] : nccl_in_flight) event->synchronize();
@@ -358,8 +377,13 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
 void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
-  (void)nccl;  // the header says how each payload travels
-  impl->bodies.push_back([impl, sink, from, id, capacity] {
+  // the header says how each payload travels; `nccl` only names the trace lane
+  const int lane = 200000 + 2 * id + 1;
+  if (impl->trace) {
+    impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": receive from rank " + std::to_string(from));
+    if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL receive (GPU)");
+  }
+  impl->bodies.push_back([impl, sink, from, id, capacity, lane] {
     try {
       auto grant = [&](int n) {
         auto c = std::make_shared<std::int32_t>(n);
@@ -371,6 +395,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         Header& h = *header;
         auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0), header);
         if (!impl->wait(op)) return;
+        const double t0 = impl->trace ? impl->trace->now_us() : 0;  // the header arrived
         Token t;
         t.index = h.index;
         t.end = h.end != 0;
@@ -380,7 +405,10 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
             Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
                                                                       : Shape(h.dims[0], h.dims[1], h.dims[2]);
             if (h.nccl) {
-              t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready);
+              GpuInterval interval;
+              t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready, impl->trace ? &interval : nullptr);
+              if (impl->trace)
+                impl->trace->add_gpu({"ncclRecv from rank " + std::to_string(from), "recv", gpu_lane(lane), t.index, interval});
             } else {
               Array a = Array::host(static_cast<DType>(h.dtype), shape);
               if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1),
@@ -404,6 +432,8 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
           }
         }
         bool end = t.end;
+        if (impl->trace && !end)  // from the header's arrival to the payload's (or its NCCL receive queued)
+          impl->trace->add({"receive", "recv", lane, t.index, t0, impl->trace->now_us() - t0});
         if (!sink->push(std::move(t))) return;
         if (end) return;
         grant(1);

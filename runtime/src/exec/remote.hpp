@@ -66,6 +66,8 @@ class RemoteLinks {
   /// first failing rank's message, or an empty string if every rank succeeded.
   std::string agree(const std::string& local_error);
   /// Rank 0 receives every rank's trace events (clock offsets corrected); others send theirs.
+  /// Records each token's send and receive (host side, and NCCL transfers on the GPU) there.
+  void set_trace(TraceRecorder* trace);
   std::string gather_trace(const std::string& local_events, const TraceRecorder& recorder);
 
  private:

@@ -7,7 +7,10 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <set>
 #include <vector>
+
+#include "exec/device.hpp"
 
 namespace weft::detail {
 
@@ -19,6 +22,20 @@ struct Span {
   double start_us;
   double duration_us;
 };
+
+/// Work on a GPU stream (kernels of a firing, a copy, an NCCL transfer): its times are read
+/// from the interval's events when the trace is written, so the timeline shows what the GPU did
+/// and when, not only when the host queued it.
+struct GpuSpan {
+  std::string name;
+  const char* category;
+  int lane;  ///< a GPU lane: gpu_lane(host lane)
+  std::uint64_t token;
+  GpuInterval interval;
+};
+
+/// The lane that shows a host lane's GPU work.
+[[nodiscard]] constexpr int gpu_lane(int lane) noexcept { return 100000 + lane; }
 
 class TraceRecorder {
  public:
@@ -33,9 +50,14 @@ class TraceRecorder {
     std::lock_guard lock(mutex_);
     spans_.push_back(std::move(span));
   }
+  void add_gpu(GpuSpan span) {
+    if (!enabled_) return;
+    std::lock_guard lock(mutex_);
+    gpu_spans_.push_back(std::move(span));
+  }
   void name_lane(int lane, std::string name) {
     std::lock_guard lock(mutex_);
-    lanes_.emplace_back(lane, std::move(name));
+    if (named_.insert(lane).second) lanes_.emplace_back(lane, std::move(name));
   }
   /// Chrome trace JSON events of this rank (pid = rank), offset by `clock_offset_us`.
   [[nodiscard]] std::string events_json(int rank, double clock_offset_us) const;
@@ -45,7 +67,9 @@ class TraceRecorder {
   std::chrono::steady_clock::time_point origin_;
   mutable std::mutex mutex_;
   std::vector<Span> spans_;
+  mutable std::vector<GpuSpan> gpu_spans_;  // converted (and their events released) when written
   std::vector<std::pair<int, std::string>> lanes_;
+  std::set<int> named_;
 };
 
 }  // namespace weft::detail

@@ -62,21 +62,25 @@ void nccl_init(MPI_Comm comm, int device) {
 
 int nccl_device() noexcept { return state().device; }
 
-std::shared_ptr<Event> nccl_send(const Array& array, const Event* ready, int peer) {
+std::shared_ptr<Event> nccl_send(const Array& array, const Event* ready, int peer, GpuInterval* timing) {
   NcclState& s = state();
   std::lock_guard lock(s.mutex);
   WEFT_CUDA_CHECK(cudaSetDevice(s.device));
   if (ready) ready->make_wait(s.stream);
+  if (timing) gpu_interval_start(*timing, s.device, s.stream);
   check_nccl(ncclSend(array.raw(), array.bytes(), ncclUint8, peer, s.comm, s.stream), "ncclSend");
+  if (timing) gpu_interval_stop(*timing, s.stream);
   return Event::record(s.device, s.stream);
 }
 
-Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done) {
+Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done, GpuInterval* timing) {
   NcclState& s = state();
   std::lock_guard lock(s.mutex);
   WEFT_CUDA_CHECK(cudaSetDevice(s.device));
   Array a = Array::device(type, shape, s.device, s.stream);
+  if (timing) gpu_interval_start(*timing, s.device, s.stream);
   check_nccl(ncclRecv(a.raw(), a.bytes(), ncclUint8, peer, s.comm, s.stream), "ncclRecv");
+  if (timing) gpu_interval_stop(*timing, s.stream);
   done = Event::record(s.device, s.stream);
   return a;
 }
@@ -86,8 +90,8 @@ Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done)
 bool nccl_compiled() noexcept { return false; }
 void nccl_init(MPI_Comm, int) { throw Error("this build of Weft has no NCCL"); }
 int nccl_device() noexcept { return -1; }
-std::shared_ptr<Event> nccl_send(const Array&, const Event*, int) { throw Error("this build of Weft has no NCCL"); }
-Array nccl_recv(DType, Shape, int, std::shared_ptr<Event>&) { throw Error("this build of Weft has no NCCL"); }
+std::shared_ptr<Event> nccl_send(const Array&, const Event*, int, GpuInterval*) { throw Error("this build of Weft has no NCCL"); }
+Array nccl_recv(DType, Shape, int, std::shared_ptr<Event>&, GpuInterval*) { throw Error("this build of Weft has no NCCL"); }
 
 #endif
 

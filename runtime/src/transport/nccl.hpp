@@ -19,8 +19,11 @@ void nccl_init(MPI_Comm comm, int device);
 /// The device this rank's communicator uses, or -1 before nccl_init.
 [[nodiscard]] int nccl_device() noexcept;
 /// Sends a device array to `peer` after `ready`; the returned event completes with the send.
-[[nodiscard]] std::shared_ptr<Event> nccl_send(const Array& array, const Event* ready, int peer);
+/// With `timing`, the transfer's GPU interval is recorded there (tracing).
+[[nodiscard]] std::shared_ptr<Event> nccl_send(const Array& array, const Event* ready, int peer,
+                                               GpuInterval* timing = nullptr);
 /// Receives into a new device array from `peer`; its event completes with the receive.
-[[nodiscard]] Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done);
+[[nodiscard]] Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done,
+                             GpuInterval* timing = nullptr);
 
 }  // namespace weft::detail

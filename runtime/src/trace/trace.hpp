@@ -21,6 +21,7 @@ struct Span {
   std::uint64_t token;
   double start_us;
   double duration_us;
+  bool gpu_clock = false;  // times read from GPU events (a GpuSpan once resolved)
 };
 
 /// Work on a GPU stream (kernels of a firing, a copy, an NCCL transfer): its times are read
@@ -66,8 +67,8 @@ class TraceRecorder {
   bool enabled_ = false;
   std::chrono::steady_clock::time_point origin_;
   mutable std::mutex mutex_;
-  std::vector<Span> spans_;
-  mutable std::vector<GpuSpan> gpu_spans_;  // converted (and their events released) when written
+  mutable std::vector<Span> spans_;
+  mutable std::vector<GpuSpan> gpu_spans_;  // resolved into spans_ (events released) when first written
   std::vector<std::pair<int, std::string>> lanes_;
   std::set<int> named_;
 };

@@ -273,8 +273,7 @@ void RemoteLinks::set_trace(TraceRecorder* trace) { impl_->trace = trace && trac
 
 void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   Impl* impl = impl_.get();
-  // Lanes of the link in the trace: 200000 + 2 * edge (send), + 1 (receive); NCCL on gpu_lane().
-  const int lane = 200000 + 2 * id;
+  const int lane = link_lane(id, false);
   if (impl->trace) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": send to rank " + std::to_string(to));
     if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL send (GPU)");
@@ -378,7 +377,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
   // the header says how each payload travels; `nccl` only names the trace lane
-  const int lane = 200000 + 2 * id + 1;
+  const int lane = link_lane(id, true);
   if (impl->trace) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": receive from rank " + std::to_string(from));
     if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL receive (GPU)");

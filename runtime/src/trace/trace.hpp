@@ -37,6 +37,8 @@ struct GpuSpan {
 
 /// The lane that shows a host lane's GPU work.
 [[nodiscard]] constexpr int gpu_lane(int lane) noexcept { return 100000 + lane; }
+/// The lane of a cross-rank edge's sender or receiver (its NCCL transfers on gpu_lane of it).
+[[nodiscard]] constexpr int link_lane(int edge, bool receive) noexcept { return 200000 + 2 * edge + (receive ? 1 : 0); }
 
 class TraceRecorder {
  public:

@@ -170,11 +170,20 @@ struct RemoteLinks::Impl {
           submitted.pop_front();
         }
       }
+      // Traced runs: a span for every MPI call that held the thread over 20 us, and for every
+      // pass of this loop that took over 100 us (what delays a message a task waits for).
+      const double pass_start = trace ? trace->now_us() : 0;
+      auto timed = [&](const char* call, int tag, double t0) {
+        const double now = trace->now_us();
+        if (now - t0 > 20) trace->add({call, "mpi", progress_lane(), static_cast<std::uint64_t>(tag & 0x3ffff), t0, now - t0});
+      };
       for (auto it = active.begin(); it != active.end();) {
         Op& op = **it;
         if (!op.posted) {
+          const double t0 = trace ? trace->now_us() : 0;
           int rc = op.send ? MPI_Isend(op.buffer, static_cast<int>(op.bytes), MPI_BYTE, op.peer, op.tag, comm, &op.request)
                            : MPI_Irecv(op.buffer, static_cast<int>(op.bytes), MPI_BYTE, op.peer, op.tag, comm, &op.request);
+          if (trace) timed(op.send ? "MPI_Isend" : "MPI_Irecv", op.tag, t0);
           if (rc != MPI_SUCCESS) {
             fail_local(std::make_exception_ptr(MpiError("MPI_Isend/Irecv failed on the progress thread", rc)));
             op.done = true;
@@ -183,7 +192,11 @@ struct RemoteLinks::Impl {
           any = true;
         }
         int flag = 0;
-        if (!op.done && op.request != MPI_REQUEST_NULL) MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
+        if (!op.done && op.request != MPI_REQUEST_NULL) {
+          const double t0 = trace ? trace->now_us() : 0;
+          MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
+          if (trace) timed("MPI_Test", op.tag, t0);
+        }
         if (flag || op.done) {
           if (debug) std::fprintf(stderr, "[r%d run%d] done %s peer %d tag %d\n", rank, run, op.send ? "send" : "recv", op.peer, op.tag);
           op.done = true;
@@ -218,6 +231,11 @@ struct RemoteLinks::Impl {
           bool control_left = std::any_of(active.begin(), active.end(), [](const auto& op) { return op->control; });
           if ((!control_left && !queued) || ++drain_loops > 200000) break;
         }
+      }
+      if (trace) {
+        const double now = trace->now_us();
+        if (now - pass_start > 100)
+          trace->add({"slow progress pass", "mpi", progress_lane(), active.size(), pass_start, now - pass_start});
       }
       // Poll without sleeping while messages are in flight where cores are plenty (a sleep adds
       // its length to every hop of every token); back off when idle or on small machines.
@@ -269,7 +287,10 @@ MPI_Comm RemoteLinks::communicator() { return run_comm(); }
 
 RemoteLinks::~RemoteLinks() { finish(); }
 
-void RemoteLinks::set_trace(TraceRecorder* trace) { impl_->trace = trace && trace->enabled() ? trace : nullptr; }
+void RemoteLinks::set_trace(TraceRecorder* trace) {
+  impl_->trace = trace && trace->enabled() ? trace : nullptr;
+  if (impl_->trace) impl_->trace->name_lane(progress_lane(), "MPI progress thread (slow calls)");
+}
 
 void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   Impl* impl = impl_.get();
@@ -328,23 +349,30 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           data = bytes->data();
           keep = bytes;
         }
+        const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
         while (credits == 0 && !t.end) {  // wait for the receiver to grant room
           auto c = std::make_shared<std::int32_t>(0);
           auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
           if (!impl->wait(op)) return;
           credits += *c;
         }
+        if (w0 >= 0) impl->trace->add({"wait for credit", "send", lane, t.index, w0, impl->trace->now_us() - w0});
         std::vector<std::shared_ptr<Op>> ops;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;
         ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
         if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag_in(impl->run, id, 1), keep);
         if (header->nccl) {
           GpuInterval interval;
+          const double n0 = impl->trace ? impl->trace->now_us() : 0;
           nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
-          if (impl->trace)
+          if (impl->trace) {
+            impl->trace->add({"ncclSend call", "send", lane, t.index, n0, impl->trace->now_us() - n0});
             impl->trace->add_gpu({"ncclSend to rank " + std::to_string(to), "send", gpu_lane(lane), t.index, interval});
+          }
           while (nccl_in_flight.size() > 2) {  // double buffering
+            const double s0 = impl->trace ? impl->trace->now_us() : 0;
             nccl_in_flight.front().first->synchronize();
+            if (impl->trace) impl->trace->add({"wait for ncclSend", "send", lane, t.index - 2, s0, impl->trace->now_us() - s0});
             nccl_in_flight.pop_front();
           }
         }
@@ -392,9 +420,11 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
       while (true) {
         auto header = std::make_shared<Header>();  // outlives this thread if the run is cancelled
         Header& h = *header;
+        const double posted = impl->trace ? impl->trace->now_us() : 0;
         auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0), header);
         if (!impl->wait(op)) return;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;  // the header arrived
+        if (impl->trace) impl->trace->add({"wait for header", "recv", lane, h.index, posted, t0 - posted});
         Token t;
         t.index = h.index;
         t.end = h.end != 0;
@@ -433,8 +463,12 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         bool end = t.end;
         if (impl->trace && !end)  // from the header's arrival to the payload's (or its NCCL receive queued)
           impl->trace->add({"receive", "recv", lane, t.index, t0, impl->trace->now_us() - t0});
+        const double p0 = impl->trace && !end ? impl->trace->now_us() : 0;
+        const std::uint64_t index = t.index;
         if (!sink->push(std::move(t))) return;
         if (end) return;
+        if (impl->trace && impl->trace->now_us() - p0 > 5)
+          impl->trace->add({"push (downstream full)", "recv", lane, index, p0, impl->trace->now_us() - p0});
         grant(1);
       }
     } catch (...) {

@@ -39,6 +39,8 @@ struct GpuSpan {
 [[nodiscard]] constexpr int gpu_lane(int lane) noexcept { return 100000 + lane; }
 /// The lane of a cross-rank edge's sender or receiver (its NCCL transfers on gpu_lane of it).
 [[nodiscard]] constexpr int link_lane(int edge, bool receive) noexcept { return 200000 + 2 * edge + (receive ? 1 : 0); }
+/// The lane of a rank's MPI progress thread (its slow MPI calls and long gaps between polls).
+[[nodiscard]] constexpr int progress_lane() noexcept { return 199999; }
 
 class TraceRecorder {
  public:

@@ -1,10 +1,14 @@
 #include "weft/exec/environment.hpp"
 
 #include <mpi.h>
+#include <sched.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +55,61 @@ void mpi_check(int code, const char* call) {
   throw MpiError(std::string(call) + " failed: " + std::string(text, len), code);
 }
 
+std::string cpu_list(const cpu_set_t& set) {
+  std::string text;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int last = c;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    if (!text.empty()) text += ',';
+    text += std::to_string(c);
+    if (last > c) text += '-' + std::to_string(last);
+    c = last;
+  }
+  return text;
+}
+
+// A launcher binds each rank to one core by default (Open MPI does with 2 ranks or fewer), but
+// a rank runs a progress thread, a thread per cross-rank edge and one per task, some of them
+// spinning on GPU events: on one core they take turns, and a message waits for its thread's
+// turn (hundreds of microseconds per hop on two H200s). Such a rank is given its share of the
+// node's CPUs instead: the online CPUs split evenly among the ranks of the node, by local rank.
+// WEFT_KEEP_BINDING=1 (or a binding of several CPUs per rank) keeps the launcher's choice.
+void widen_binding(int rank) {
+  constexpr int kThreadsWanted = 4;
+  MPI_Comm node;  // the ranks of this node, numbered
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
+  int local = 0, locals = 1;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, &locals);
+  MPI_Comm_free(&node);
+  if (const char* keep = std::getenv("WEFT_KEEP_BINDING"); keep && *keep && std::string(keep) != "0") return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+  const int bound = CPU_COUNT(&mine);
+  const int online = get_nprocs();
+  if (bound >= kThreadsWanted || online / std::max(locals, 1) <= bound) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && static_cast<int>(cpus.size()) < online; ++c) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) cpus.push_back(c);  // online and allowed (cgroups)
+  }
+  const int usable = static_cast<int>(cpus.size()) / std::max(locals, 1);
+  cpu_set_t wide;
+  CPU_ZERO(&wide);
+  for (int i = local * usable; i < (local + 1) * usable; ++i) CPU_SET(cpus[static_cast<std::size_t>(i)], &wide);
+  if (usable <= bound || sched_setaffinity(0, sizeof wide, &wide) != 0) {
+    sched_setaffinity(0, sizeof mine, &mine);
+    return;
+  }
+  logger("runtime")->info("the launcher bound this rank to CPU {}; Weft's progress, link and task threads need more: "
+                          "now on CPUs {} (WEFT_KEEP_BINDING=1 keeps the launcher's binding)",
+                          cpu_list(mine), cpu_list(wide));
+}
+
 }  // namespace
 
 RankInfo local_devices(int rank) {
@@ -85,6 +144,7 @@ Environment::Environment(int& argc, char**& argv) {
     detail::RemoteLinks::initialize();
   }
   set_log_rank(rank_);
+  if (mpi_) widen_binding(rank_);
   RankInfo mine = local_devices(rank_);
   if (!mpi_ || size_ == 1) {
     cluster_.ranks.push_back(mine);

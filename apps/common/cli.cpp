@@ -41,7 +41,8 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
       ("write-mapping", po::value(&c.write_mapping), "write the effective mapping to this YAML file")
       ("trace", po::value(&c.trace), "write a Chrome/Perfetto timeline (JSON) of tasks and copies to this file")
       ("overlap", po::value(&c.overlap)->default_value(c.overlap),
-       "on: copies and kernels of different tokens overlap; off: every step is synchronous")
+       "on: copies, transfers and kernels of different tokens overlap; off: each rank does one transfer or "
+       "computation at a time and waits for it (to see what overlap buys)")
       ("config", po::value(&c.config), "read further options from this file (one 'option = value' per line)")
       ("log-level", po::value(&c.log_level)->default_value(c.log_level), "trace, debug, info, warn, error or off")
       ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar")

@@ -300,6 +300,8 @@ void drive(State& run, Node& node) {
     std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
     std::vector<Array> held;
+    const bool serial = !run.options.overlap;
+    std::vector<std::pair<int, Token>> deferred;  // overlap off: inputs fetched under the lock
     void* home = gpu ? detail::device_streams(node.place.device).compute : nullptr;
     for (std::uint64_t firing = 0;; ++firing) {
       std::uint64_t index = firing;  // sources number their tokens; others take their inputs'
@@ -315,6 +317,7 @@ void drive(State& run, Node& node) {
         bool first = true;
         bool epoch_ended = false;
         used_device_arrays = false;
+        deferred.clear();
         for (int p : ports) {
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
@@ -345,6 +348,9 @@ void drive(State& run, Node& node) {
           if (a && forwards) {
             ctx.values()[p] = std::move(t.value);
             ctx.readies()[p] = std::move(t.ready);
+          } else if (a && serial) {  // fetched below, once this rank does nothing else
+            deferred.push_back({p, std::move(t)});
+            used_device_arrays = gpu;
           } else if (a) {
             ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(*a), t.ready, t.index, pending);
             used_device_arrays = gpu;
@@ -363,6 +369,10 @@ void drive(State& run, Node& node) {
           break;
         }
       }
+      detail::SerialLock one_at_a_time(serial);  // overlap off: this rank does only this firing
+      for (auto& [p, t] : deferred)
+        ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(std::get<Array>(t.value)), t.ready, t.index, pending);
+      deferred.clear();
       if (used_device_arrays)  // keep the inputs until the home stream waits for this firing
         for (auto& v : ctx.values())
           if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
@@ -409,7 +419,8 @@ void drive(State& run, Node& node) {
       }
       for (auto& v : ctx.values()) v = Value{};
       held.clear();
-      if (gpu && !run.options.overlap) detail::synchronize_stream(node.place.device, ctx.stream());
+      if (gpu && serial) detail::synchronize_stream(node.place.device, ctx.stream());
+      one_at_a_time.release();
       if (ready) {
         // Back-pressure on the GPU too: a task keeps at most `channel_capacity` firings queued on
         // its stream, so device memory in flight stays bounded however fast the host side runs.

@@ -178,6 +178,7 @@ struct Halo::Impl {
   }
 
   template <class T> T take(std::deque<T>& queue, int neighbour, const char* what) {
+    detail::SerialPause pause;  // overlap off: the neighbour needs this rank's serial lock to run
     std::unique_lock lock(shared->mutex);
     shared->changed.wait(lock, [&] { return shared->cancelled || !queue.empty(); });
     if (queue.empty()) stopped(neighbour);

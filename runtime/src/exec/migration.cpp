@@ -1,6 +1,7 @@
 // Live migration: the plan of a run (routers, instances, mergers), the commands that reach a
 // router, the hand-over of state, and the router's and merger's loops. See migration.hpp.
 #include "exec/migration.hpp"
+#include "exec/remote.hpp"
 
 #include <fnmatch.h>
 
@@ -122,6 +123,7 @@ void Mailbox::put(std::vector<std::byte> bytes) {
 }
 
 bool Mailbox::take(std::vector<std::byte>& bytes) {
+  SerialPause pause;  // overlap off: whoever puts the message may need this rank's serial lock
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return cancelled_ || !messages_.empty(); });
   if (messages_.empty()) return false;

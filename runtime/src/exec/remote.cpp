@@ -273,6 +273,36 @@ struct RemoteLinks::Impl {
   }
 };
 
+std::mutex& serial_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+namespace {
+thread_local std::unique_lock<std::mutex>* t_serial = nullptr;  // the lock this thread holds
+}
+
+SerialLock::SerialLock(bool take) {
+  if (!take) return;
+  lock_ = std::unique_lock(serial_mutex());
+  t_serial = &lock_;
+}
+SerialLock::~SerialLock() { release(); }
+void SerialLock::release() {
+  if (t_serial == &lock_) t_serial = nullptr;
+  if (lock_.owns_lock()) lock_.unlock();
+}
+
+SerialPause::SerialPause() {
+  if (t_serial && t_serial->owns_lock()) {
+    paused_ = t_serial;
+    paused_->unlock();
+  }
+}
+SerialPause::~SerialPause() {
+  if (paused_) paused_->lock();
+}
+
 RemoteLinks::RemoteLinks(int rank, const ExecutorOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->rank = rank;
   impl_->options = options;
@@ -306,9 +336,19 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
       std::deque<std::pair<std::uint64_t, double>> traced;  // token and submit time of in_flight
       std::deque<std::pair<std::shared_ptr<Event>, Array>> nccl_in_flight;
+      const bool serial = !impl->options.overlap;
       while (true) {
         Token t;
         if (!source->pop(t)) return;
+        const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
+        while (credits == 0 && !t.end) {  // wait for the receiver to grant room
+          auto c = std::make_shared<std::int32_t>(0);
+          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
+          if (!impl->wait(op)) return;
+          credits += *c;
+        }
+        if (w0 >= 0) impl->trace->add({"wait for credit", "send", lane, t.index, w0, impl->trace->now_us() - w0});
+        SerialLock one_at_a_time(serial);  // overlap off: this rank does only this transfer
         auto header = std::make_shared<Header>();
         header->index = t.index;
         header->end = t.end ? 1 : 0;
@@ -349,14 +389,6 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           data = bytes->data();
           keep = bytes;
         }
-        const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
-        while (credits == 0 && !t.end) {  // wait for the receiver to grant room
-          auto c = std::make_shared<std::int32_t>(0);
-          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
-          if (!impl->wait(op)) return;
-          credits += *c;
-        }
-        if (w0 >= 0) impl->trace->add({"wait for credit", "send", lane, t.index, w0, impl->trace->now_us() - w0});
         std::vector<std::shared_ptr<Op>> ops;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;
         ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
@@ -369,18 +401,18 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
             impl->trace->add({"ncclSend call", "send", lane, t.index, n0, impl->trace->now_us() - n0});
             impl->trace->add_gpu({"ncclSend to rank " + std::to_string(to), "send", gpu_lane(lane), t.index, interval});
           }
-          while (nccl_in_flight.size() > 2) {  // double buffering
+          while (nccl_in_flight.size() > (serial ? 0u : 2u)) {  // double buffering (none with overlap off)
             const double s0 = impl->trace ? impl->trace->now_us() : 0;
             nccl_in_flight.front().first->synchronize();
-            if (impl->trace) impl->trace->add({"wait for ncclSend", "send", lane, t.index - 2, s0, impl->trace->now_us() - s0});
+            if (impl->trace) impl->trace->add({"wait for ncclSend", "send", lane, t.index + 1 - nccl_in_flight.size(), s0, impl->trace->now_us() - s0});
             nccl_in_flight.pop_front();
           }
         }
         if (!t.end) --credits;
         in_flight.push_back(std::move(ops));
         traced.emplace_back(t.end ? ~std::uint64_t{0} : t.index, t0);
-        // Double buffering: at most two tokens' sends outstanding per edge.
-        while (in_flight.size() > 2 || (t.end && !in_flight.empty())) {
+        // Double buffering: at most two tokens' sends outstanding per edge (none with overlap off).
+        while (in_flight.size() > (serial ? 0u : 2u) || (t.end && !in_flight.empty())) {
           for (auto& op : in_flight.front())
             if (!impl->wait(op)) return;
           in_flight.pop_front();
@@ -501,6 +533,7 @@ std::shared_ptr<RemoteLinks::Message> RemoteLinks::receive(void* data, std::size
 }
 
 bool RemoteLinks::wait(const Message& message) {
+  SerialPause pause;  // overlap off: the peer's work may wait for this rank's other tasks
   for (const auto& op : message.ops)
     if (!impl_->wait(op)) return false;
   return true;

@@ -13,6 +13,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,35 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include "weft/exec/executor.hpp"
 
 namespace weft::detail {
+
+/// `--overlap off` (ExecutorOptions::overlap = false): on each rank one transfer or computation
+/// at a time. A task firing holds this lock from fetching its inputs to the end of its work
+/// (released before it waits to push its outputs); a sender holds it while it stages and sends
+/// one token and waits for the transfer to complete (not while it waits for credit). Receivers
+/// do not take it: what they wait for is the peer's sender, which holds the peer's lock.
+std::mutex& serial_mutex();
+/// Takes serial_mutex() for this thread (overlap off); a SerialPause lets it go meanwhile.
+class SerialLock {
+ public:
+  explicit SerialLock(bool take);
+  ~SerialLock();
+  SerialLock(const SerialLock&) = delete;
+  SerialLock& operator=(const SerialLock&) = delete;
+  void release();  ///< before waiting to push outputs
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+/// While a task waits for another task of its rank (a halo from a neighbouring slab, a handed
+/// over state), the serial lock it holds is released, or that task could never run.
+class SerialPause {
+ public:
+  SerialPause();
+  ~SerialPause();
+  SerialPause(const SerialPause&) = delete;
+  SerialPause& operator=(const SerialPause&) = delete;
+ private:
+  std::unique_lock<std::mutex>* paused_ = nullptr;
+};
 
 class RemoteLinks {
  public:

@@ -15,7 +15,7 @@ namespace weft {
 
 struct ExecutorOptions {
   int channel_capacity = 4;  ///< tokens an edge holds (back-pressure beyond it)
-  bool overlap = true;       ///< false: every transfer and kernel is synchronous (for comparison)
+  bool overlap = true;       ///< false: one transfer or computation at a time per rank, each waited for (for comparison)
   std::string trace_file;    ///< Chrome/Perfetto JSON timeline, empty: no trace
   bool trim_pools = true;    ///< give unused device pool memory back after the run (false: keep it
                              ///< for the next run, as benchmarks that warm the pools need)

@@ -71,8 +71,10 @@ void add_common_options(po::options_description& desc, CommonOptions& common);
 /// mapper over --devices), runs it with --overlap and the migration options, writes --trace and
 /// --write-mapping (the effective mapping, after migrations) if asked, and returns the run's
 /// statistics. Rethrows the first task error. Must be called on every rank (each builds the same graph).
+/// `preliminary`: a pass before the job's main graph (granulometry's search for N), which --mapping
+/// was not written for: its rules that match none of this graph's tasks are not errors.
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4,
-                         const std::vector<const weft::Mapper*>& defaults = {});
+                         const std::vector<const weft::Mapper*>& defaults = {}, bool preliminary = false);
 
 /// One-line progress bar on stderr when it is a terminal (and `enabled`); silent otherwise.
 class Progress {

@@ -12,7 +12,7 @@
 namespace weft::cli {
 
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity,
-                         const std::vector<const weft::Mapper*>& defaults) {
+                         const std::vector<const weft::Mapper*>& defaults, bool preliminary) {
   const Environment* env = Environment::current();
   Cluster local;
   if (!env) local.ranks.push_back(local_devices(0));
@@ -27,7 +27,7 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
   std::vector<const Mapper*> mappers{&api};
   if (!common.mapping.empty()) {
     file = std::make_unique<FileMapper>(common.mapping);
-    file->check(graph, cluster);
+    file->check(graph, cluster, !preliminary);
     mappers.push_back(file.get());
   }
   mappers.insert(mappers.end(), defaults.begin(), defaults.end());

@@ -137,7 +137,7 @@ int derive_max_size(const Job& job) {
     Graph graph;
     morphology::add_slab_max_distance(graph, plan, job.element(), job.reader, ranks, result);
     morphology::SlabMapper slabs(job.places);
-    (void)run_graph(graph, job.common, 2, {&slabs});
+    (void)run_graph(graph, job.common, 2, {&slabs}, /*preliminary=*/true);
     logger("app")->debug("max distance with a halo of {} planes: {} ({})", halo, result->value,
                          result->exact ? "exact" : "lower bound");
     if (!result->exact && halo < job.shape[0]) continue;

@@ -125,6 +125,19 @@ TEST_F(GranulometryApp, ManySlabsOutOfCoreGiveTheSameCurveAndSizeMap) {
       EXPECT_EQ(size_map_bytes(path("slabs")), size_map_bytes(path("whole"))) << element << " " << common << " " << slabs;
     }
   }
+  // A mapping file written for the job's main graph also serves its first pass (which has other
+  // tasks: a rule that matches none of them there is not an error), and places the main graph.
+  {
+    std::ofstream f(path("cpu.yaml"));
+    f << "places:\n  \"volume.*\": {rank: 0, device: cpu}\n  \"openings.*\": {rank: 0, device: cpu}\n"
+         "  curve: {rank: 0, device: cpu}\n  report: {rank: 0, device: cpu}\n";
+  }
+  const std::string base = "--input " + sample + ":/exchange/data --element ball --slab-planes 4 --output ";
+  const Outcome automatic = run(base + path("auto") + " --devices cpu");
+  ASSERT_EQ(automatic.code, 0) << automatic.output;
+  const Outcome mapped = run(base + path("mapped") + " --mapping " + path("cpu.yaml"));
+  ASSERT_EQ(mapped.code, 0) << mapped.output;
+  EXPECT_EQ(read_text(path("mapped") + "/curve.csv"), read_text(path("auto") + "/curve.csv"));
   // Too small a budget for one plane and its halo: a clear error, no output.
   const Outcome o = run("--input " + sample + ":/exchange/data --devices cpu --max-size 6 --device-memory 1000 "
                         "--output " + path("none"));

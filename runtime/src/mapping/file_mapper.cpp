@@ -100,8 +100,9 @@ std::optional<Place> FileMapper::place(const Task& task, const Graph&, const Clu
   return std::nullopt;
 }
 
-void FileMapper::check(const Graph& graph, const Cluster& cluster) const {
+void FileMapper::check(const Graph& graph, const Cluster& cluster, bool every_rule_used) const {
   for (const Rule& r : rules_) {
+    if (!every_rule_used) break;
     bool any = false;
     for (const auto& t : graph.tasks())
       if (is_pattern(r.pattern) ? fnmatch(r.pattern.c_str(), t->name().c_str(), 0) == 0 : r.pattern == t->name())

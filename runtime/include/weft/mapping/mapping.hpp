@@ -66,9 +66,10 @@ class FileMapper final : public Mapper {
   explicit FileMapper(std::string path);  ///< parses now; throws ConfigError (file and line)
   std::optional<Place> place(const Task& task, const Graph& graph, const Cluster&) const override;
   std::string name() const override { return "file " + path_; }
-  /// Checks the file against a graph and a cluster: every pattern matches a task, every place
-  /// exists, every task placed on a GPU has a CUDA implementation. Throws ConfigError.
-  void check(const Graph& graph, const Cluster& cluster) const;
+  /// Checks the file against a graph and a cluster: every pattern matches a task (unless
+  /// `every_rule_used` is false: a preliminary graph of a job the file was written for), every
+  /// place exists, every task placed on a GPU has a CUDA implementation. Throws ConfigError.
+  void check(const Graph& graph, const Cluster& cluster, bool every_rule_used = true) const;
   [[nodiscard]] int ranks() const noexcept { return ranks_; }
 
  private:

@@ -340,14 +340,20 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
       while (true) {
         Token t;
         if (!source->pop(t)) return;
-        const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
-        while (credits == 0 && !t.end) {  // wait for the receiver to grant room
-          auto c = std::make_shared<std::int32_t>(0);
-          auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
-          if (!impl->wait(op)) return;
-          credits += *c;
-        }
-        if (w0 >= 0) impl->trace->add({"wait for credit", "send", lane, t.index, w0, impl->trace->now_us() - w0});
+        auto wait_for_credit = [&] {  // until the receiver grants room; false if cancelled
+          const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
+          while (credits == 0 && !t.end) {
+            auto c = std::make_shared<std::int32_t>(0);
+            auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
+            if (!impl->wait(op)) return false;
+            credits += *c;
+          }
+          if (w0 >= 0) impl->trace->add({"wait for credit", "send", lane, t.index, w0, impl->trace->now_us() - w0});
+          return true;
+        };
+        // Overlap on: the token is staged (device to host) while the credit is awaited. Off: the
+        // credit first, then the serial lock (never held while waiting for the peer).
+        if (serial && !wait_for_credit()) return;
         SerialLock one_at_a_time(serial);  // overlap off: this rank does only this transfer
         auto header = std::make_shared<Header>();
         header->index = t.index;
@@ -389,6 +395,7 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           data = bytes->data();
           keep = bytes;
         }
+        if (!serial && !wait_for_credit()) return;
         std::vector<std::shared_ptr<Op>> ops;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;
         ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));

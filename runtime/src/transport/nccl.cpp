@@ -35,7 +35,7 @@ void check_nccl(ncclResult_t r, const char* call) {
   if (r != ncclSuccess) throw NcclError(std::string(call) + " failed: " + ncclGetErrorString(r), static_cast<int>(r));
 }
 
-// A call on a non-blocking communicator may return ncclInProgress: wait for it to end.
+// Every NCCL call on a non-blocking communicator may return ncclInProgress: wait for it to end.
 ncclResult_t settle(ncclComm_t comm, ncclResult_t r) {
   while (r == ncclInProgress) {
     if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
@@ -65,7 +65,7 @@ bool nccl_compiled() noexcept { return true; }
 
 // Never a hang: a rank whose part fails tells the others (a message on kFailureTag) and every
 // rank then agrees, so all throw the same error instead of waiting in NCCL's bootstrap for a rank
-// that left. It starts non-blocking, so that a waiting rank can give up (ncclCommAbort).
+// that left. The communicator is non-blocking so that a waiting rank can give up (ncclCommAbort).
 void nccl_init(MPI_Comm comm, int device) {
   NcclState& s = state();
   std::lock_guard lock(s.mutex);
@@ -130,16 +130,7 @@ void nccl_init(MPI_Comm comm, int device) {
     if (nc) ncclCommAbort(nc);
     throw NcclError(ok ? "NCCL initialisation failed on rank " + std::to_string(rank) + ": " + failure : why, 0);
   }
-  // Every rank is in: the transfers go through a blocking copy of the communicator (on a
-  // non-blocking one NCCL may defer the launch of each send and receive to a thread of its own).
-  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
-  blocking.blocking = 1;
-  ncclComm_t data = nullptr;
-  ncclResult_t r = ncclCommSplit(nc, 0, rank, &data, &blocking);
-  if (r == ncclInProgress) r = settle(data, r);
-  ncclCommAbort(nc);
-  check_nccl(r, "ncclCommSplit");
-  s.comm = data;
+  s.comm = nc;
   // High priority: NCCL's kernels need SMs, and should get them as soon as a block of a long
   // compute kernel retires rather than after the whole kernel.
   int lowest = 0, highest = 0;
@@ -156,7 +147,7 @@ std::shared_ptr<Event> nccl_send(const Array& array, const Event* ready, int pee
   WEFT_CUDA_CHECK(cudaSetDevice(s.device));
   if (ready) ready->make_wait(s.stream);
   if (timing) gpu_interval_start(*timing, s.device, s.stream);
-  check_nccl(ncclSend(array.raw(), array.bytes(), ncclUint8, peer, s.comm, s.stream), "ncclSend");
+  check_nccl(settle(s.comm, ncclSend(array.raw(), array.bytes(), ncclUint8, peer, s.comm, s.stream)), "ncclSend");
   if (timing) gpu_interval_stop(*timing, s.stream);
   return Event::record(s.device, s.stream);
 }
@@ -167,7 +158,7 @@ Array nccl_recv(DType type, Shape shape, int peer, std::shared_ptr<Event>& done,
   WEFT_CUDA_CHECK(cudaSetDevice(s.device));
   Array a = Array::device(type, shape, s.device, s.stream);
   if (timing) gpu_interval_start(*timing, s.device, s.stream);
-  check_nccl(ncclRecv(a.raw(), a.bytes(), ncclUint8, peer, s.comm, s.stream), "ncclRecv");
+  check_nccl(settle(s.comm, ncclRecv(a.raw(), a.bytes(), ncclUint8, peer, s.comm, s.stream)), "ncclRecv");
   if (timing) gpu_interval_stop(*timing, s.stream);
   done = Event::record(s.device, s.stream);
   return a;

@@ -11,6 +11,41 @@
 
 namespace weft::test {
 
+/// y = a·x + b like tasks::Affine, taking `delay` per token (an uneven farm replica).
+class SlowAffine final : public Task {
+ public:
+  SlowAffine(std::string name, float a, float b, std::chrono::microseconds delay)
+      : Task(std::move(name)), a_(a), b_(b), delay_(delay) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    Array x = ctx.take(in);
+    Array y = Array::host(DType::f32, x.shape());
+    for (std::int64_t i = 0; i < x.size(); ++i) y.data<float>()[i] = std::fma(a_, x.data<float>()[i], b_);
+    std::this_thread::sleep_for(delay_);
+    ctx.put(out, std::move(y));
+  }
+
+ private:
+  float a_, b_;
+  std::chrono::microseconds delay_;
+};
+
+/// A farm of `replicas` SlowAffine (y = 3x − 1) between an ArraySource of `tokens` 8-float arrays
+/// and a Collect: replica 0 takes `slow` per token, the others `fast`.
+inline Graph uneven_farm(std::uint64_t tokens, int replicas, Dispatch dispatch, std::chrono::microseconds slow,
+                         std::chrono::microseconds fast, std::shared_ptr<tasks::Collect::Record> rec) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", tokens, 8);
+  Farm farm = g.add_farm("work", replicas, [slow, fast](int i) {
+    return std::make_unique<SlowAffine>("work." + std::to_string(i), 3.0f, -1.0f, i == 0 ? slow : fast);
+  }, {.dispatch = dispatch});
+  auto& sink = g.add<tasks::Collect>("sink", std::move(rec));
+  g.connect(src.out, farm.in());
+  g.connect(farm.out(), sink.in);
+  return g;
+}
+
 /// A source that counts what it produced, and a sink that checks how far ahead the source is.
 struct FlightLog {
   std::atomic<std::int64_t> produced{0}, consumed{0}, worst_gap{0};

@@ -7,6 +7,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -44,8 +45,11 @@ class Channel {
     size_.store(queue_.size(), std::memory_order_release);
     lock.unlock();
     not_empty_.notify_one();
+    if (on_push_) on_push_();
     return true;
   }
+  /// Called after every push (set before the run starts): counts arrivals for Task::input_arrivals.
+  void on_push(std::function<void()> f) { on_push_ = std::move(f); }
   /// Blocks while empty; false if the run was cancelled.
   bool pop(Token& token) {
     spin_until([&] { return size_.load(std::memory_order_acquire) > 0; });
@@ -93,6 +97,7 @@ class Channel {
   std::deque<Token> queue_;
   std::size_t capacity_;
   std::size_t max_size_ = 0;
+  std::function<void()> on_push_;
   bool cancelled_ = false;
 };
 

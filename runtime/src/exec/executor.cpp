@@ -312,13 +312,15 @@ void drive(State& run, Node& node) {
         bool end = false;
         std::vector<bool> ended(node.inputs.size(), false);
         std::vector<int> ports = task.inputs_for_firing(firing);
+        const bool routed = !ports.empty();  // inputs_after may add ports once the first is read
         if (ports.empty())
           for (std::size_t p = 0; p < node.inputs.size(); ++p) ports.push_back(static_cast<int>(p));
         bool first = true;
         bool epoch_ended = false;
         used_device_arrays = false;
         deferred.clear();
-        for (int p : ports) {
+        for (std::size_t i = 0; i < ports.size(); ++i) {
+          const int p = ports[i];
           Token t;
           if (!node.inputs[p]->pop(t)) return;  // cancelled
           if (node.migration && !node.active && (!t.end || t.index == 1) && !take_over(run, node, ctx)) return;
@@ -357,6 +359,13 @@ void drive(State& run, Node& node) {
           } else {
             ctx.values()[p] = std::move(t.value);
           }
+          if (routed && i == 0)
+            for (int q : task.inputs_after(ctx.values()[p])) {
+              if (q < 0 || q >= static_cast<int>(node.inputs.size()) || q == p)
+                throw Error("task '" + task.name() + "' asked for input " + std::to_string(q) + " after input " +
+                            std::to_string(p) + " (it has " + std::to_string(node.inputs.size()) + ")");
+              ports.push_back(q);
+            }
         }
         if (epoch_ended) continue;
         if (end) {
@@ -742,6 +751,9 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     Channel* ch = run.channels.back().get();
     if (from) from->outputs[l.from_port].push_back(ch);
     if (to) to->inputs[l.to_port] = ch;
+    if (to && to->role == detail::Vertex::plain)
+      if (auto arrivals = to->task->input_arrivals())
+        ch->on_push([arrivals, port = l.to_port] { arrivals->arrived(port); });
     if (!from || !to) {
       int other = plan.vertices[from ? l.to : l.from].place.rank;
       bool nccl = nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0;

@@ -1,21 +1,39 @@
 // Farms: a scatter and a gather around replicas of one task. Both only route values: they never
 // copy arrays, so a farm of GPU tasks fed by a GPU task keeps its data on the devices.
+#include <algorithm>
+#include <chrono>
+
 #include "weft/graph/graph.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft {
 namespace {
 
+PortSpec route_port() { return {"route", ValueKind<std::int64_t>::index, std::nullopt, 0}; }
+
+// Least loaded: the gather's input arrivals (shared with the scatter) say how many results came
+// back from each replica (`results`: the gather's inputs per replica). Each replica's time per
+// result while it had work out is tracked (moving average); a token goes to the replica that
+// would finish it first, (tokens out + 1) × time per result, or to the one with the fewest out
+// while some replica has no estimate yet.
 class Scatter final : public Task {
  public:
-  Scatter(std::string name, const std::vector<PortSpec>& ports, int replicas)
-      : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas) {
+  Scatter(std::string name, const std::vector<PortSpec>& ports, int replicas, std::shared_ptr<InputArrivals> back,
+          int results)
+      : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas), back_(std::move(back)),
+        results_(results), sent_(static_cast<std::size_t>(replicas), 0), seen_(static_cast<std::size_t>(replicas), 0),
+        since_(static_cast<std::size_t>(replicas)), per_result_(static_cast<std::size_t>(replicas), 0.0) {
     for (const auto& p : ports) add_input(p);
     for (int r = 0; r < replicas; ++r)
       for (const auto& p : ports) add_output({p.name + "." + std::to_string(r), p.kind, p.dtype, p.ndim});
+    if (back_) add_output(route_port());  // output replicas * ports
   }
   void run(Context& ctx) override {
     int r = static_cast<int>(ctx.index() % static_cast<std::uint64_t>(replicas_));
+    if (back_) {
+      r = choose();
+      ctx.put_value_at(replicas_ * ports_, Value(static_cast<std::int64_t>(r)));
+    }
     for (int p = 0; p < ports_; ++p) ctx.put_value_at(r * ports_ + p, ctx.take_value(p));
   }
   bool has_cuda() const override { return false; }
@@ -23,37 +41,93 @@ class Scatter final : public Task {
   bool moves_data() const override { return false; }
 
  private:
+  int choose() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::uint64_t> out(static_cast<std::size_t>(replicas_));
+    bool estimated = true;
+    for (std::size_t c = 0; c < out.size(); ++c) {
+      const std::uint64_t back = results_ > 0 ? std::min(back_->count(static_cast<int>(c) * results_), sent_[c]) : sent_[c];
+      if (back > seen_[c]) {  // results since the last look: a sample of the time per result
+        if (seen_[c] < sent_[c] && since_[c] != std::chrono::steady_clock::time_point{}) {
+          const double sample = std::chrono::duration<double>(now - since_[c]).count() / static_cast<double>(back - seen_[c]);
+          per_result_[c] = per_result_[c] > 0 ? 0.7 * per_result_[c] + 0.3 * sample : sample;
+        }
+        seen_[c] = back;
+        since_[c] = now;
+      }
+      out[c] = sent_[c] - back;
+      estimated = estimated && per_result_[c] > 0;
+    }
+    int best = 0;
+    double best_cost = 1e300;
+    for (int i = 1; i <= replicas_; ++i) {  // the next in turn first
+      const auto c = static_cast<std::size_t>((last_ + i) % replicas_);
+      const double cost = static_cast<double>(out[c] + 1) * (estimated ? per_result_[c] : 1.0);
+      if (cost < best_cost) best_cost = cost, best = static_cast<int>(c);
+    }
+    const auto b = static_cast<std::size_t>(best);
+    if (out[b] == 0) since_[b] = now;  // idle until now: its next result's time starts here
+    ++sent_[b];
+    last_ = best;
+    return best;
+  }
+
   int ports_, replicas_;
+  std::shared_ptr<InputArrivals> back_;  // null: round robin
+  int results_;
+  std::vector<std::uint64_t> sent_;  // tokens sent to each replica
+  std::vector<std::uint64_t> seen_;  // results back at the last look
+  std::vector<std::chrono::steady_clock::time_point> since_;  // time of the last look that saw a result
+  std::vector<double> per_result_;   // seconds per result while busy (0: not known yet)
+  int last_ = -1;                    // the replica chosen last
 };
 
 class Gather final : public Task {
  public:
-  Gather(std::string name, const std::vector<PortSpec>& ports, int replicas)
-      : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas) {
+  Gather(std::string name, const std::vector<PortSpec>& ports, int replicas, std::shared_ptr<InputArrivals> arrivals)
+      : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas), arrivals_(std::move(arrivals)) {
     for (int r = 0; r < replicas; ++r)
       for (const auto& p : ports) add_input({p.name + "." + std::to_string(r), p.kind, p.dtype, p.ndim});
+    if (arrivals_) add_input(route_port());  // input replicas * ports
     for (const auto& p : ports) add_output(p);
   }
+  // Round robin: the replica follows from the firing. Least loaded: the route first, then the
+  // replica it names.
   std::vector<int> inputs_for_firing(std::uint64_t firing) const override {
-    int r = static_cast<int>(firing % static_cast<std::uint64_t>(replicas_));
-    std::vector<int> ports;
-    for (int p = 0; p < ports_; ++p) ports.push_back(r * ports_ + p);
-    return ports;
+    if (arrivals_) return {replicas_ * ports_};
+    return replica_ports(static_cast<int>(firing % static_cast<std::uint64_t>(replicas_)));
   }
+  std::vector<int> inputs_after(const Value& route) const override {
+    return arrivals_ ? replica_ports(replica_of(route)) : std::vector<int>{};
+  }
+  std::shared_ptr<InputArrivals> input_arrivals() const override { return arrivals_; }
   void run(Context& ctx) override {
     int r = static_cast<int>(ctx.index() % static_cast<std::uint64_t>(replicas_));
+    if (arrivals_) r = replica_of(ctx.take_value(replicas_ * ports_));
     for (int p = 0; p < ports_; ++p) ctx.put_value_at(p, ctx.take_value(r * ports_ + p));
   }
   bool has_cuda() const override { return false; }
   bool moves_data() const override { return false; }
 
  private:
+  std::vector<int> replica_ports(int r) const {
+    std::vector<int> ports;
+    for (int p = 0; p < ports_; ++p) ports.push_back(r * ports_ + p);
+    return ports;
+  }
+  int replica_of(const Value& route) const {
+    const auto* r = std::get_if<std::int64_t>(&route);
+    if (!r || *r < 0 || *r >= replicas_) throw Error("farm gather '" + name() + "': bad route");
+    return static_cast<int>(*r);
+  }
   int ports_, replicas_;
+  std::shared_ptr<InputArrivals> arrivals_;  // null: round robin
 };
 
 }  // namespace
 
-Farm Graph::add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make) {
+Farm Graph::add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make,
+                     FarmOptions options) {
   if (replicas < 1) throw ConfigError("farm '" + name + "': needs at least one replica, got " + std::to_string(replicas));
   Farm farm;
   for (int r = 0; r < replicas; ++r) {
@@ -62,13 +136,17 @@ Farm Graph::add_farm(const std::string& name, int replicas, const std::function<
     farm.replicas.push_back(&add_task(std::move(task)));
   }
   const Task& model = *farm.replicas.front();
-  farm.scatter = &add_task(std::make_unique<Scatter>(name + ".scatter", model.inputs(), replicas));
-  farm.gather = &add_task(std::make_unique<Gather>(name + ".gather", model.outputs(), replicas));
   int in_ports = static_cast<int>(model.inputs().size()), out_ports = static_cast<int>(model.outputs().size());
+  std::shared_ptr<InputArrivals> back;  // least loaded: results back at the gather, per input
+  if (options.dispatch == Dispatch::least_loaded) back = std::make_shared<InputArrivals>(replicas * out_ports + 1);
+  farm.scatter = &add_task(std::make_unique<Scatter>(name + ".scatter", model.inputs(), replicas, back, out_ports));
+  farm.gather = &add_task(std::make_unique<Gather>(name + ".gather", model.outputs(), replicas, back));
   for (int r = 0; r < replicas; ++r) {
     for (int p = 0; p < in_ports; ++p) connect_ports(farm.scatter, r * in_ports + p, farm.replicas[r], p);
     for (int q = 0; q < out_ports; ++q) connect_ports(farm.replicas[r], q, farm.gather, r * out_ports + q);
   }
+  if (back)  // the scatter's choices, in token order
+    connect_ports(farm.scatter, replicas * in_ports, farm.gather, replicas * out_ports);
   return farm;
 }
 

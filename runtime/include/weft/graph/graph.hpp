@@ -19,9 +19,22 @@
 
 namespace weft {
 
-/// A farm: `replicas` copies of one stateless task between a scatter (token k goes to replica
-/// k mod n) and a gather (results leave in token order). Connect producers to in[p] and
-/// consumers to out[q]; place the replicas with the mapping (e.g. "flow.*" over GPUs).
+/// How a farm's scatter chooses the replica of each token.
+enum class Dispatch {
+  round_robin,   ///< token k to replica k mod n
+  /// to the replica with the fewest tokens out (sent to it, result not yet back at the gather;
+  /// ties: the next in turn), so a slower replica gets fewer. The choice travels to the gather
+  /// on an extra edge; results still leave in order. Needs the scatter and the gather on one
+  /// rank (they share the count of results back); elsewhere it degrades to round robin.
+  least_loaded,
+};
+struct FarmOptions {
+  Dispatch dispatch = Dispatch::round_robin;
+};
+
+/// A farm: `replicas` copies of one stateless task between a scatter (round robin, or least
+/// loaded) and a gather (results leave in token order). Connect producers to in[p] and consumers
+/// to out[q]; place the replicas with the mapping (e.g. "flow.*" over GPUs).
 struct Farm {
   Task* scatter = nullptr;
   Task* gather = nullptr;
@@ -69,7 +82,8 @@ class Graph {
 
   /// Adds a farm of `replicas` tasks made by make(i), named "<name>.<i>" by make itself, plus
   /// "<name>.scatter" and "<name>.gather". The replicas must be stateless.
-  Farm add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make);
+  Farm add_farm(const std::string& name, int replicas, const std::function<std::unique_ptr<Task>(int)>& make,
+                FarmOptions options = {});
 
   /// Adds a partition: a split "<name>.split", `parts` slab tasks made by make(i) (named by make,
   /// e.g. "<name>.<i>"), and a join "<name>.join" (see weft/graph/partition.hpp). Connect a

@@ -8,8 +8,10 @@
 ///     weft::Out<weft::Array> out = output<weft::Array>("out");
 ///     void run(weft::Context& ctx) override { ctx.put(out, scale_on_host(ctx.take(in))); }
 ///   };
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +21,20 @@
 #include "weft/mapping/place.hpp"
 
 namespace weft {
+
+/// Tokens that reached each input of a task (see Task::input_arrivals), readable by other tasks of
+/// the same process: a least-loaded farm's scatter counts the results back from each replica.
+class InputArrivals {
+ public:
+  explicit InputArrivals(int inputs) : counts_(static_cast<std::size_t>(inputs)) {}
+  void arrived(int input) noexcept { counts_[static_cast<std::size_t>(input)].fetch_add(1, std::memory_order_release); }
+  [[nodiscard]] std::uint64_t count(int input) const noexcept {
+    return counts_[static_cast<std::size_t>(input)].load(std::memory_order_acquire);
+  }
+
+ private:
+  std::vector<std::atomic<std::uint64_t>> counts_;
+};
 
 class Task;
 class Context;
@@ -82,6 +98,13 @@ class Task {
   [[nodiscard]] virtual bool routes() const { return false; }
   /// Input ports to read in the n-th firing; empty means all (a farm's gather reads one replica).
   [[nodiscard]] virtual std::vector<int> inputs_for_firing(std::uint64_t firing) const { return {}; }
+  /// With a non-empty inputs_for_firing: further inputs of this firing, chosen from the value
+  /// read on the first of those (a least-loaded farm's gather reads the route its scatter chose,
+  /// then that replica's outputs). Empty: none.
+  [[nodiscard]] virtual std::vector<int> inputs_after(const Value& first) const { return {}; }
+  /// If not null, the executor counts there every token that reaches each input's edge (pushed
+  /// by the producer or by the receiver of a cross-rank edge), before this task takes it.
+  [[nodiscard]] virtual std::shared_ptr<InputArrivals> input_arrivals() const { return nullptr; }
   /// False for tasks that only forward values: arrays reach them where they are, not copied.
   [[nodiscard]] virtual bool moves_data() const { return true; }
 

@@ -134,25 +134,31 @@ TEST(Executor, LeastLoadedFarmSendsFewerTokensToASlowReplicaAndKeepsOrder) {
     ApiMapper api;
     AutoMapper automatic(DeviceChoice::cpu);
     Cluster c{{local_devices(0)}};
-    Executor ex({.channel_capacity = 2});
-    RunHandle run = ex.run(g, map_graph(g, c, {&api, &automatic}));
-    run.wait();
-    ASSERT_EQ(rec->indices.size(), kTokens);
-    for (std::uint64_t k = 0; k < kTokens; ++k) {
-      ASSERT_EQ(rec->indices[k], k);
-      ASSERT_EQ(rec->arrays[k][5], std::fma(3.0f, tasks::ArraySource::value(k, 5, 8), -1.0f));
-    }
-    std::uint64_t slow = 0, all = 0;
-    for (const auto& t : run.stats().tasks)
-      if (t.task.starts_with("work.") && t.task != "work.scatter" && t.task != "work.gather") {
-        all += t.tokens;
-        if (t.task == "work.0") slow = t.tokens;
+    const Mapping m = map_graph(g, c, {&api, &automatic});
+    // Least loaded runs the same graph twice: its counts start afresh each run.
+    for (int again = 0; again < (dispatch == Dispatch::least_loaded ? 2 : 1); ++again) {
+      rec->indices.clear();
+      rec->arrays.clear();
+      Executor ex({.channel_capacity = 2});
+      RunHandle run = ex.run(g, m);
+      run.wait();
+      ASSERT_EQ(rec->indices.size(), kTokens);
+      for (std::uint64_t k = 0; k < kTokens; ++k) {
+        ASSERT_EQ(rec->indices[k], k);
+        ASSERT_EQ(rec->arrays[k][5], std::fma(3.0f, tasks::ArraySource::value(k, 5, 8), -1.0f));
       }
-    EXPECT_EQ(all, kTokens);
-    if (dispatch == Dispatch::round_robin) {
-      EXPECT_EQ(slow, (kTokens + 2) / 3);
-    } else {  // four times slower: about a ninth of the tokens (round robin gives it a third)
-      EXPECT_LT(slow, kTokens / 5) << "least-loaded dispatch gave the slow replica " << slow << " of " << kTokens;
+      std::uint64_t slow = 0, all = 0;
+      for (const auto& t : run.stats().tasks)
+        if (t.task.starts_with("work.") && t.task != "work.scatter" && t.task != "work.gather") {
+          all += t.tokens;
+          if (t.task == "work.0") slow = t.tokens;
+        }
+      EXPECT_EQ(all, kTokens);
+      if (dispatch == Dispatch::round_robin) {
+        EXPECT_EQ(slow, (kTokens + 2) / 3);
+      } else {  // four times slower: about a ninth of the tokens (round robin gives it a third)
+        EXPECT_LT(slow, kTokens / 5) << "run " << again << ": the slow replica got " << slow << " of " << kTokens;
+      }
     }
   }
 }

@@ -22,7 +22,8 @@ class Scatter final : public Task {
           int results)
       : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas), back_(std::move(back)),
         results_(results), sent_(static_cast<std::size_t>(replicas), 0), seen_(static_cast<std::size_t>(replicas), 0),
-        since_(static_cast<std::size_t>(replicas)), per_result_(static_cast<std::size_t>(replicas), 0.0) {
+        since_(static_cast<std::size_t>(replicas)), per_result_(static_cast<std::size_t>(replicas), 0.0),
+        base_(static_cast<std::size_t>(replicas), 0) {
     for (const auto& p : ports) add_input(p);
     for (int r = 0; r < replicas; ++r)
       for (const auto& p : ports) add_output({p.name + "." + std::to_string(r), p.kind, p.dtype, p.ndim});
@@ -36,6 +37,16 @@ class Scatter final : public Task {
     }
     for (int p = 0; p < ports_; ++p) ctx.put_value_at(r * ports_ + p, ctx.take_value(p));
   }
+  // A graph may run again (a benchmark's warm-up, a cancelled run): counts start afresh.
+  void start(Context&) override {
+    if (!back_) return;
+    for (std::size_t c = 0; c < sent_.size(); ++c) base_[c] = results_ > 0 ? back_->count(static_cast<int>(c) * results_) : 0;
+    std::fill(sent_.begin(), sent_.end(), 0);
+    std::fill(seen_.begin(), seen_.end(), 0);
+    std::fill(since_.begin(), since_.end(), std::chrono::steady_clock::time_point{});
+    std::fill(per_result_.begin(), per_result_.end(), 0.0);
+    last_ = -1;
+  }
   bool has_cuda() const override { return false; }
   bool routes() const override { return true; }
   bool moves_data() const override { return false; }
@@ -46,7 +57,8 @@ class Scatter final : public Task {
     std::vector<std::uint64_t> out(static_cast<std::size_t>(replicas_));
     bool estimated = true;
     for (std::size_t c = 0; c < out.size(); ++c) {
-      const std::uint64_t back = results_ > 0 ? std::min(back_->count(static_cast<int>(c) * results_), sent_[c]) : sent_[c];
+      const std::uint64_t back =
+          results_ > 0 ? std::min(back_->count(static_cast<int>(c) * results_) - base_[c], sent_[c]) : sent_[c];
       if (back > seen_[c]) {  // results since the last look: a sample of the time per result
         if (seen_[c] < sent_[c] && since_[c] != std::chrono::steady_clock::time_point{}) {
           const double sample = std::chrono::duration<double>(now - since_[c]).count() / static_cast<double>(back - seen_[c]);
@@ -79,6 +91,7 @@ class Scatter final : public Task {
   std::vector<std::uint64_t> seen_;  // results back at the last look
   std::vector<std::chrono::steady_clock::time_point> since_;  // time of the last look that saw a result
   std::vector<double> per_result_;   // seconds per result while busy (0: not known yet)
+  std::vector<std::uint64_t> base_;  // results counted before this run
   int last_ = -1;                    // the replica chosen last
 };
 

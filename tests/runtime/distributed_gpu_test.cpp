@@ -10,12 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "executor_fixture.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
-namespace {
-Environment* env = nullptr;
-}
 
 TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
   for (const auto& r : env->cluster().ranks)
@@ -84,15 +83,4 @@ TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
     EXPECT_EQ(gpu_spans["send"], static_cast<int>(kTokens));
     EXPECT_EQ(gpu_spans["recv"], static_cast<int>(kTokens));
   }
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

@@ -8,12 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "executor_fixture.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
 namespace {
 
-Environment* env = nullptr;
 int last_rank() { return env->size() - 1; }
 
 }  // namespace
@@ -169,17 +170,4 @@ TEST(Distributed, LeastLoadedFarmOverEveryRankKeepsOrderAndSparesASlowReplica) {
   EXPECT_LE(slow_all, static_cast<std::int64_t>(kTokens) / replicas) << "slow replica took " << slow_all;
   std::printf("least-loaded farm over %d ranks: the slow replica took %lld of %llu tokens\n", env->size(),
               static_cast<long long>(slow_all), static_cast<unsigned long long>(kTokens));
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int result = RUN_ALL_TESTS();
-  // Every rank must agree on the result for ctest.
-  return result;
 }

@@ -6,12 +6,11 @@
 
 #include "migration_fixture.hpp"
 #include "weft/tasks/demo/running_sum.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
-namespace {
-Environment* env = nullptr;
-}
 
 TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
   std::vector<Place> places;
@@ -65,15 +64,4 @@ TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
       }
     }
   }
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

@@ -7,12 +7,13 @@
 #include <mutex>
 
 #include "migration_fixture.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
 namespace {
 
-Environment* env = nullptr;
 int last_rank() { return env->size() - 1; }
 
 std::vector<Place> every_cpu_place() {
@@ -307,15 +308,4 @@ TEST(Migration, BadRequestsAreConfigErrors) {
   EXPECT_THROW(run.migrate("sum", Place::cuda(0, 0)), ConfigError);               // not a candidate
   run.wait();
   p.check(10);
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

@@ -9,12 +9,11 @@
 #include "exec/remote.hpp"
 #include "transport/nccl.hpp"
 #include "weft/weft.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
-namespace {
-Environment* env = nullptr;
-}  // namespace
 
 #define SKIP_WITHOUT_NCCL_AND_GPUS()                                                      \
   do {                                                                                    \
@@ -63,15 +62,4 @@ TEST(NcclStart, InitialisesAfterAFailureOrFailsOnEveryRankWhenGpusAreShared) {
     EXPECT_EQ(failures, env->size()) << "every rank must fail alike: " << message;
     EXPECT_EQ(detail::nccl_device(), -1);
   }
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

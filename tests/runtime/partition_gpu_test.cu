@@ -8,12 +8,13 @@
 
 #include "partition_fixture.hpp"
 #include "weft/tasks/demo/demo.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
 namespace {
 
-Environment* env = nullptr;
 
 __global__ void smooth_kernel(const float* u, float* v, Slab s, std::int64_t ny, std::int64_t nx, int r,
                               std::int64_t begin, std::int64_t end) {
@@ -145,15 +146,4 @@ TEST(PartitionGpu, SplitAndJoinOnAGpu) {
 TEST(PartitionGpu, LargeSlabsOverlapTheirExchange) {
   if (!every_rank_has_a_gpu()) GTEST_SKIP() << "needs a GPU on every rank";
   expect_matches_reference(Shape(1024, 1024), 2 * env->size(), 2, true, on_gpus, Place::host(0));
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

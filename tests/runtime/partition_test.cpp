@@ -10,12 +10,13 @@
 
 #include "executor_fixture.hpp"
 #include "partition_fixture.hpp"
+#include "common/mpi_main.hpp"
 
 using namespace weft;
+using weft::test::env;
 
 namespace {
 
-Environment* env = nullptr;
 
 /// `iterations` smoothing steps per token, boundary rows first so that the interior overlaps the
 /// exchange. Optionally puts a histogram of its owned rows (100 bins) and fails at one step.
@@ -296,15 +297,4 @@ TEST(Partition, AutomaticMapperSpreadsSlabsOverRanks) {
   AutoMapper automatic(DeviceChoice::cpu);
   Mapping m = map_graph(g, env->cluster(), {&automatic});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(m.at("s." + std::to_string(i)).rank, i % env->size());
-}
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  Environment environment(argc, argv);
-  env = &environment;
-  if (environment.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
 }

@@ -21,30 +21,21 @@ class Scatter final : public Task {
   Scatter(std::string name, const std::vector<PortSpec>& ports, int replicas, std::shared_ptr<InputArrivals> back,
           int results)
       : Task(std::move(name)), ports_(static_cast<int>(ports.size())), replicas_(replicas), back_(std::move(back)),
-        results_(results), sent_(static_cast<std::size_t>(replicas), 0), seen_(static_cast<std::size_t>(replicas), 0),
-        since_(static_cast<std::size_t>(replicas)), per_result_(static_cast<std::size_t>(replicas), 0.0),
-        base_(static_cast<std::size_t>(replicas), 0) {
+        results_(results), load_(static_cast<std::size_t>(replicas)) {
     for (const auto& p : ports) add_input(p);
     for (int r = 0; r < replicas; ++r)
       for (const auto& p : ports) add_output({p.name + "." + std::to_string(r), p.kind, p.dtype, p.ndim});
     if (back_) add_output(route_port());  // output replicas * ports
   }
   void run(Context& ctx) override {
-    int r = static_cast<int>(ctx.index() % static_cast<std::uint64_t>(replicas_));
-    if (back_) {
-      r = choose();
-      ctx.put_value_at(replicas_ * ports_, Value(static_cast<std::int64_t>(r)));
-    }
+    const int r = back_ ? choose() : static_cast<int>(ctx.index() % static_cast<std::uint64_t>(replicas_));
+    if (back_) ctx.put_value_at(replicas_ * ports_, Value(static_cast<std::int64_t>(r)));
     for (int p = 0; p < ports_; ++p) ctx.put_value_at(r * ports_ + p, ctx.take_value(p));
   }
   // A graph may run again (a benchmark's warm-up, a cancelled run): counts start afresh.
   void start(Context&) override {
     if (!back_) return;
-    for (std::size_t c = 0; c < sent_.size(); ++c) base_[c] = results_ > 0 ? back_->count(static_cast<int>(c) * results_) : 0;
-    std::fill(sent_.begin(), sent_.end(), 0);
-    std::fill(seen_.begin(), seen_.end(), 0);
-    std::fill(since_.begin(), since_.end(), std::chrono::steady_clock::time_point{});
-    std::fill(per_result_.begin(), per_result_.end(), 0.0);
+    for (std::size_t c = 0; c < load_.size(); ++c) load_[c] = Load{.base = arrived(c)};
     last_ = -1;
   }
   bool has_cuda() const override { return false; }
@@ -52,34 +43,47 @@ class Scatter final : public Task {
   bool moves_data() const override { return false; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Load {                  // one replica, this run
+    std::uint64_t sent = 0;      // tokens sent to it
+    std::uint64_t seen = 0;      // results back at the last look
+    std::uint64_t base = 0;      // results counted before this run
+    Clock::time_point since{};   // when the last look saw a result (or it was handed work while idle)
+    double per_result = 0;       // seconds per result while busy (0: not known yet)
+    std::uint64_t out = 0;       // sent, result not back yet (at the last look)
+  };
+  // Results back at the gather from replica c, all runs (its first output's edge).
+  std::uint64_t arrived(std::size_t c) const {
+    return results_ > 0 ? back_->count(static_cast<int>(c) * results_) : 0;
+  }
+
   int choose() {
-    const auto now = std::chrono::steady_clock::now();
-    std::vector<std::uint64_t> out(static_cast<std::size_t>(replicas_));
+    const auto now = Clock::now();
     bool estimated = true;
-    for (std::size_t c = 0; c < out.size(); ++c) {
-      const std::uint64_t back =
-          results_ > 0 ? std::min(back_->count(static_cast<int>(c) * results_) - base_[c], sent_[c]) : sent_[c];
-      if (back > seen_[c]) {  // results since the last look: a sample of the time per result
-        if (seen_[c] < sent_[c] && since_[c] != std::chrono::steady_clock::time_point{}) {
-          const double sample = std::chrono::duration<double>(now - since_[c]).count() / static_cast<double>(back - seen_[c]);
-          per_result_[c] = per_result_[c] > 0 ? 0.7 * per_result_[c] + 0.3 * sample : sample;
+    for (std::size_t c = 0; c < load_.size(); ++c) {
+      Load& l = load_[c];
+      const std::uint64_t back = results_ > 0 ? std::min(arrived(c) - l.base, l.sent) : l.sent;
+      if (back > l.seen) {  // results since the last look: a sample of the time per result
+        if (l.seen < l.sent && l.since != Clock::time_point{}) {
+          const double sample = std::chrono::duration<double>(now - l.since).count() / static_cast<double>(back - l.seen);
+          l.per_result = l.per_result > 0 ? 0.7 * l.per_result + 0.3 * sample : sample;
         }
-        seen_[c] = back;
-        since_[c] = now;
+        l.seen = back;
+        l.since = now;
       }
-      out[c] = sent_[c] - back;
-      estimated = estimated && per_result_[c] > 0;
+      l.out = l.sent - back;
+      estimated = estimated && l.per_result > 0;
     }
     int best = 0;
     double best_cost = 1e300;
     for (int i = 1; i <= replicas_; ++i) {  // the next in turn first
-      const auto c = static_cast<std::size_t>((last_ + i) % replicas_);
-      const double cost = static_cast<double>(out[c] + 1) * (estimated ? per_result_[c] : 1.0);
-      if (cost < best_cost) best_cost = cost, best = static_cast<int>(c);
+      const Load& l = load_[static_cast<std::size_t>((last_ + i) % replicas_)];
+      const double cost = static_cast<double>(l.out + 1) * (estimated ? l.per_result : 1.0);
+      if (cost < best_cost) best_cost = cost, best = (last_ + i) % replicas_;
     }
-    const auto b = static_cast<std::size_t>(best);
-    if (out[b] == 0) since_[b] = now;  // idle until now: its next result's time starts here
-    ++sent_[b];
+    Load& chosen = load_[static_cast<std::size_t>(best)];
+    if (chosen.out == 0) chosen.since = now;  // idle until now: its next result's time starts here
+    ++chosen.sent;
     last_ = best;
     return best;
   }
@@ -87,12 +91,8 @@ class Scatter final : public Task {
   int ports_, replicas_;
   std::shared_ptr<InputArrivals> back_;  // null: round robin
   int results_;
-  std::vector<std::uint64_t> sent_;  // tokens sent to each replica
-  std::vector<std::uint64_t> seen_;  // results back at the last look
-  std::vector<std::chrono::steady_clock::time_point> since_;  // time of the last look that saw a result
-  std::vector<double> per_result_;   // seconds per result while busy (0: not known yet)
-  std::vector<std::uint64_t> base_;  // results counted before this run
-  int last_ = -1;                    // the replica chosen last
+  std::vector<Load> load_;
+  int last_ = -1;  // the replica chosen last
 };
 
 class Gather final : public Task {

@@ -90,6 +90,7 @@ void nccl_init(MPI_Comm comm, int device) {
   if (!start.ok) throw NcclError("NCCL initialisation failed on rank 0: " + (rank == 0 ? failure : std::string("ncclGetUniqueId")), 0);
 
   ncclComm_t nc = nullptr;
+  bool gave_up = false;  // a peer failed first: `failure` stays this rank's own
   if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
     failure = "cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e);
     (void)cudaGetLastError();  // not left behind for the next launch check
@@ -101,22 +102,22 @@ void nccl_init(MPI_Comm comm, int device) {
       int notice = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, kFailureTag, comm, &notice, MPI_STATUS_IGNORE);
       if (notice) {
-        failure = "gave up: another rank failed";
+        gave_up = true;
         break;
       }
       std::this_thread::yield();
       if (ncclCommGetAsyncError(nc, &r) != ncclSuccess) r = ncclInternalError;
     }
-    if (failure.empty() && r != ncclSuccess)
+    if (!gave_up && r != ncclSuccess)
       failure = std::string("ncclCommInitRankConfig on GPU ") + std::to_string(device) + ": " + ncclGetErrorString(r);
   }
-  if (!failure.empty() && failure.rfind("gave up", 0) != 0) {
+  if (!failure.empty()) {
     char one = 1;  // tell every rank still waiting in NCCL's bootstrap
     for (int peer = 0; peer < size; ++peer)
       if (peer != rank) MPI_Send(&one, 1, MPI_CHAR, peer, kFailureTag, comm);
   }
   std::string why;
-  const bool ok = all_succeeded(comm, rank, failure.rfind("gave up", 0) == 0 ? std::string() : failure, why);
+  const bool ok = all_succeeded(comm, rank, failure, why);
   // Drain the notices sent to this rank, so that none is left for a later initialisation.
   for (int notice = 1; notice;) {
     MPI_Status st;
@@ -126,9 +127,9 @@ void nccl_init(MPI_Comm comm, int device) {
       MPI_Recv(&one, 1, MPI_CHAR, st.MPI_SOURCE, kFailureTag, comm, MPI_STATUS_IGNORE);
     }
   }
-  if (!ok || !failure.empty()) {
+  if (!ok || gave_up) {
     if (nc) ncclCommAbort(nc);
-    throw NcclError(ok ? "NCCL initialisation failed on rank " + std::to_string(rank) + ": " + failure : why, 0);
+    throw NcclError(ok ? "NCCL initialisation: gave up, another rank failed" : why, 0);
   }
   s.comm = nc;
   // High priority: NCCL's kernels need SMs, and should get them as soon as a block of a long

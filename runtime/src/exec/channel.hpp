@@ -26,6 +26,9 @@ struct Token {
   // candidate `marker - 1`. On an end token sent to a migratable task's instance, index 1 says
   // "you are the current instance".
   int marker = 0;
+  // Bytes the producer already copied to the host for this consumer (a GPU task's output to a
+  // task on a CPU of its rank: the copy is issued with the firing, `ready` completes with it).
+  std::uint64_t copied = 0;
 };
 
 class Channel {

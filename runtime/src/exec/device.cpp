@@ -279,6 +279,13 @@ Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<E
 }
 
 Array copy_to_host(const Array& src, const Event* ready, GpuInterval* timing) {
+  std::shared_ptr<Event> done;
+  Array dst = copy_to_host_async(src, ready, done, timing);
+  done->synchronize();
+  return dst;
+}
+
+Array copy_to_host_async(const Array& src, const Event* ready, std::shared_ptr<Event>& done, GpuInterval* timing) {
   int device = src.memory().device_index;
   DeviceStreams& st = device_streams(device);
   Array dst = Array::host(src.dtype(), src.shape());
@@ -288,8 +295,7 @@ Array copy_to_host(const Array& src, const Event* ready, GpuInterval* timing) {
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToHost,
                                   static_cast<cudaStream_t>(st.d2h)));
   if (timing) gpu_interval_stop(*timing, st.d2h);
-  auto done = Event::record(device, st.d2h);
-  done->synchronize();
+  done = Event::record(device, st.d2h);
   return dst;
 }
 
@@ -336,6 +342,7 @@ void* acquire_task_stream(int) { no_cuda(); }
 void release_task_stream(int, void*) noexcept {}
 void trim_device_pools() noexcept {}
 Array copy_to_host(const Array&, const Event*, GpuInterval*) { no_cuda(); }
+Array copy_to_host_async(const Array&, const Event*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }
 Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }
 
 #endif

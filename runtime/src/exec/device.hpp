@@ -68,6 +68,10 @@ bool gpu_interval_times(GpuInterval& interval, double& start_steady_us, double& 
                                    GpuInterval* timing = nullptr);
 /// Device array -> new host array, after `ready` (if any); blocks until the copy completed.
 [[nodiscard]] Array copy_to_host(const Array& src, const Event* ready, GpuInterval* timing = nullptr);
+/// The same without blocking: `done` completes with the copy (keep `src` alive until then, read
+/// the host array only after it).
+[[nodiscard]] Array copy_to_host_async(const Array& src, const Event* ready, std::shared_ptr<Event>& done,
+                                       GpuInterval* timing = nullptr);
 /// Device array -> array on another GPU of this process (peer copy); `user` waits for it.
 [[nodiscard]] Array copy_between_devices(const Array& src, int device, void* user, const Event* ready,
                                          std::shared_ptr<Event>& done, GpuInterval* timing = nullptr);

@@ -50,6 +50,9 @@ struct Node {
   int lane = 0;
   std::vector<Channel*> inputs;                // one per input port
   std::vector<std::vector<Channel*>> outputs;  // per output port, one per consumer
+  // Per output port and consumer: a task on a CPU of this rank that reads the arrays (overlap on:
+  // this GPU task issues the copy to the host with its firing instead of the consumer after it).
+  std::vector<std::vector<bool>> to_host;
   TaskStats stats;
   // Migratable tasks (exec/migration.hpp): the role of this actor, its task's run-time migration
   // state, and for an instance its candidate index and whether the task runs here now.
@@ -219,7 +222,10 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   detail::GpuInterval interval;
   detail::GpuInterval* timing = run.trace.enabled() ? &interval : nullptr;
   if (!p.is_gpu()) {
-    if (m.is_host()) return a;
+    if (m.is_host()) {
+      if (ready) ready->synchronize();  // a copy the producer queued, or its work on a pinned array
+      return a;
+    }
     out = detail::copy_to_host(a, ready.get(), timing);
   } else if (m.is_host()) {
     out = detail::copy_to_device(a, p.device, stream, done, timing);
@@ -245,6 +251,24 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
     run.trace.add_gpu({"copy to " + p.str(), "copy", detail::gpu_lane(node.lane), token, interval});
   }
   return out;
+}
+
+// A GPU task's output for a task on a CPU of this rank: the copy to the host is queued at once,
+// behind the firing, so that the copy of token k+1 is under way while the consumer works on token k.
+Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_ptr<Event>& ready, std::uint64_t token,
+                    std::deque<std::pair<std::shared_ptr<Event>, Array>>& pending) {
+  double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+  detail::GpuInterval interval;
+  std::shared_ptr<Event> done;
+  Array host = detail::copy_to_host_async(a, ready.get(), done, run.trace.enabled() ? &interval : nullptr);
+  pending.emplace_back(done, a);  // the device array lives until its copy completed
+  if (run.trace.enabled()) {
+    run.trace.add({"copy to host", "copy", node.lane, token, t0, run.trace.now_us() - t0});
+    run.trace.add_gpu({"copy to host", "copy", detail::gpu_lane(node.lane), token, interval});
+  }
+  Token t{token, false, std::move(host), std::move(done)};
+  t.copied = a.bytes();
+  return t;
 }
 
 // A migratable task's instance takes the task over: it waits for the state the previous place
@@ -337,6 +361,10 @@ void drive(State& run, Node& node) {
           if (t.end) {
             end = ended[p] = true;
             continue;
+          }
+          if (t.copied) {  // copied to the host by its producer, for this task
+            node.stats.bytes_in += t.copied;
+            node.bytes_in += t.copied;
           }
           if (first) {
             index = t.index;
@@ -448,7 +476,14 @@ void drive(State& run, Node& node) {
         if (const auto* a = std::get_if<Array>(&*ctx.outputs()[p]); a && !a->memory().is_host())
           detail::release_on_home(*a);
         auto& consumers = node.outputs[p];
+        std::optional<Token> on_host;  // one copy for this output's consumers on CPUs of this rank
         for (std::size_t c = 0; c < consumers.size(); ++c) {
+          const auto* a = std::get_if<Array>(&*ctx.outputs()[p]);
+          if (node.to_host[p][c] && a && !a->empty() && !a->memory().is_host()) {
+            if (!on_host) on_host = copy_for_host(run, node, *a, event, index, pending);
+            if (!consumers[c]->push(*on_host)) return;
+            continue;
+          }
           Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], event};
           if (!consumers[c]->push(std::move(t))) return;
         }
@@ -737,6 +772,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     std::size_t nin = vx.task->inputs().size(), nout = vx.task->outputs().size();
     node->inputs.resize(vx.role == detail::Vertex::merger ? nout * candidates : nin, nullptr);
     node->outputs.resize(vx.role == detail::Vertex::router ? nin * candidates : nout);
+    node->to_host.resize(node->outputs.size());
     node->stats.task = vx.task->name();
     node->stats.place = vx.place;
     local[v] = node.get();
@@ -749,7 +785,12 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     if (!from && !to) continue;
     run.channels.push_back(std::make_unique<Channel>(options_.channel_capacity));
     Channel* ch = run.channels.back().get();
-    if (from) from->outputs[l.from_port].push_back(ch);
+    if (from) {
+      from->outputs[l.from_port].push_back(ch);
+      from->to_host[l.from_port].push_back(options_.overlap && to && from->place.is_gpu() &&
+                                           from->role == detail::Vertex::plain && to->role == detail::Vertex::plain &&
+                                           !to->place.is_gpu() && to->task->moves_data());
+    }
     if (to) to->inputs[l.to_port] = ch;
     if (to && to->role == detail::Vertex::plain)
       if (auto arrivals = to->task->input_arrivals())

@@ -110,7 +110,8 @@ Timing run_pipeline(int tokens, int loops, bool overlap, int gpu_rank1, const st
   m.set("inc1", Place::cuda(gpu_rank1, 1));
   m.set("consumer", Place::host(1));
   // Pools kept between runs: the warm-up run grows them, the timed run only reuses them.
-  Executor ex({.channel_capacity = 2, .overlap = overlap, .trace_file = trace, .trim_pools = false});
+  static const int capacity = std::getenv("WEFT_OVERLAP_CAPACITY") ? std::atoi(std::getenv("WEFT_OVERLAP_CAPACITY")) : 2;
+  Executor ex({.channel_capacity = capacity, .overlap = overlap, .trace_file = trace, .trim_pools = false});
   MPI_Barrier(MPI_COMM_WORLD);
   auto t0 = Clock::now();
   ex.run(g, m).wait();
@@ -218,6 +219,15 @@ int main(int argc, char** argv) {
 
   bench::Result result("overlap", argc, argv);
   std::vector<int> sweep = {1, 200, 800, 1600, 1800, 2400, 3200, 6400};
+  if (const char* only = std::getenv("WEFT_OVERLAP_LOOPS")) {  // a few points only (diagnosis)
+    sweep.clear();
+    for (const char* c = only; *c;) {
+      char* end = nullptr;
+      sweep.push_back(static_cast<int>(std::strtol(c, &end, 10)));
+      c = *end ? end + 1 : end;
+    }
+  }
+  const bool verbose = std::getenv("WEFT_OVERLAP_VERBOSE") != nullptr;
   nlohmann::json points = nlohmann::json::array();
   double worst_ratio = 0, best_speedup_fraction = 0;
   if (env.rank() == 0)
@@ -244,6 +254,10 @@ int main(int argc, char** argv) {
     auto median_of_3 = [&](bool overlap) {
       std::vector<Timing> t;
       for (int i = 0; i < 3; ++i) t.push_back(run_pipeline(tokens, loops, overlap, gpu_rank1));
+      if (verbose && env.rank() == 0)
+        std::printf("  %d loops, overlap %s: steady %.3f %.3f %.3f ms, whole run %.3f %.3f %.3f ms\n", loops,
+                    overlap ? "on" : "off", t[0].iteration * 1e3, t[1].iteration * 1e3, t[2].iteration * 1e3,
+                    t[0].per_token * 1e3, t[1].per_token * 1e3, t[2].per_token * 1e3);
       std::sort(t.begin(), t.end(), [](const Timing& a, const Timing& b) { return a.iteration < b.iteration; });
       return t[1];
     };
@@ -273,8 +287,18 @@ int main(int argc, char** argv) {
   // WEFT_OVERLAP_TRACE=FILE: one more run with overlap on at the balanced point, traced (the
   // merged timeline shows which copy, kernel or send each iteration waits for).
   if (const char* trace = std::getenv("WEFT_OVERLAP_TRACE"); trace && *trace) {
-    run_pipeline(20, 1800, true, gpu_rank1, trace);
-    if (env.rank() == 0) std::printf("trace of 20 tokens at 1800 loops, overlap on: %s\n", trace);
+    const char* n = std::getenv("WEFT_OVERLAP_TRACE_TOKENS");
+    const char* l = std::getenv("WEFT_OVERLAP_TRACE_LOOPS");
+    const int tokens = n ? std::atoi(n) : 20, loops = l ? std::atoi(l) : 1800;
+    const char* r = std::getenv("WEFT_OVERLAP_TRACE_RUNS");
+    const int runs = r ? std::atoi(r) : 1;
+    for (int i = 0; i < runs; ++i) {
+      const std::string file = runs == 1 ? std::string(trace) : std::string(trace) + "." + std::to_string(i) + ".json";
+      Timing t = run_pipeline(tokens, loops, true, gpu_rank1, file);
+      if (env.rank() == 0)
+        std::printf("trace of %d tokens at %d loops, overlap on (steady %.3f ms, traced): %s\n", tokens, loops,
+                    t.iteration * 1e3, file.c_str());
+    }
   }
   if (env.rank() == 0) {
     result.metric("points", points);

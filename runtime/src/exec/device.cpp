@@ -1,9 +1,9 @@
 #include "exec/device.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -268,11 +268,17 @@ bool gpu_interval_times(GpuInterval& interval, double& start_steady_us, double& 
 
 Array copy_to_device(const Array& src, int device, void* user, std::shared_ptr<Event>& done, GpuInterval* timing) {
   DeviceStreams& st = device_streams(device);
+  auto t0 = std::chrono::steady_clock::now();
   Array dst = Array::device(src.dtype(), src.shape(), device, st.h2d);
+  auto t1 = std::chrono::steady_clock::now();
   if (timing) gpu_interval_start(*timing, device, st.h2d);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyHostToDevice,
                                   static_cast<cudaStream_t>(st.h2d)));
-  if (timing) gpu_interval_stop(*timing, st.h2d);
+  if (timing) {
+    gpu_interval_stop(*timing, st.h2d);
+    timing->alloc_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    timing->call_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count();
+  }
   done = Event::record(device, st.h2d);
   done->make_wait(user);
   return dst;

@@ -52,6 +52,10 @@ struct GpuInterval {
   int device = -1;
   void* start = nullptr;
   void* stop = nullptr;
+  // Copies: host time (steady-clock microseconds) spent allocating the destination and in the
+  // copy call, which a trace shows when the call blocks.
+  double alloc_us = 0;
+  double call_us = 0;
 };
 void gpu_interval_start(GpuInterval& interval, int device, void* stream);
 void gpu_interval_stop(GpuInterval& interval, void* stream);

@@ -246,6 +246,10 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   }
   if (run.trace.enabled()) {
     run.trace.add({"copy to " + p.str(), "copy", node.lane, token, t0, run.trace.now_us() - t0});
+    if (interval.alloc_us > 0) {  // the host side of a copy to a GPU, when it takes long
+      run.trace.add({"allocate on " + p.str(), "copy", node.lane, token, t0, interval.alloc_us});
+      run.trace.add({"cudaMemcpyAsync", "copy", node.lane, token, t0 + interval.alloc_us, interval.call_us});
+    }
     const int device = p.is_gpu() ? p.device : m.device_index;
     run.trace.name_lane(detail::gpu_lane(node.lane), node.task->name() + " (on gpu:" + std::to_string(device) + ")");
     run.trace.add_gpu({"copy to " + p.str(), "copy", detail::gpu_lane(node.lane), token, interval});

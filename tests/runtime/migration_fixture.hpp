@@ -1,5 +1,6 @@
 #pragma once
 // Stateful tasks and a migration driver shared by the migration tests (CPU and GPU).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -39,7 +40,8 @@ class RunningSum final : public Task {
 };
 
 /// A 4-tap FIR filter along the stream: out_k = Σ_j c_j · in_{k-j} (zeros before the start),
-/// accumulated in float in a fixed order. State: the last three inputs.
+/// accumulated in float in a fixed order. State: the last three inputs, kept in an array and handed
+/// over with save_arrays()/load_arrays() (the runtime carries it: in one process, or over MPI).
 class Fir final : public Task {
  public:
   static constexpr float kTaps[4] = {0.5f, 0.25f, -0.125f, 0.0625f};
@@ -49,14 +51,20 @@ class Fir final : public Task {
   void run(Context& ctx) override {
     Array x = ctx.take(in);
     std::size_t n = static_cast<std::size_t>(x.size());
-    if (history_.empty()) history_.assign(3 * n, 0.0f);
+    if (history_.empty()) {
+      history_ = Array::host(DType::f32, Shape(3, static_cast<std::int64_t>(n)));
+      std::fill_n(history_.data<float>(), 3 * n, 0.0f);
+    }
+    if (!history_.memory().is_host() || static_cast<std::size_t>(history_.shape()[1]) != n)
+      throw Error("fir: state of " + std::to_string(history_.size()) + " elements for tokens of " + std::to_string(n));
+    float* h = history_.data<float>();
     Array y = Array::host(DType::f32, x.shape());
     for (std::size_t i = 0; i < n; ++i) {
       float v = x.data<float>()[i];
-      y.data<float>()[i] = filter(v, history_[i], history_[n + i], history_[2 * n + i]);
-      history_[2 * n + i] = history_[n + i];
-      history_[n + i] = history_[i];
-      history_[i] = v;
+      y.data<float>()[i] = filter(v, h[i], h[n + i], h[2 * n + i]);
+      h[2 * n + i] = h[n + i];
+      h[n + i] = h[i];
+      h[i] = v;
     }
     ctx.put(out, std::move(y));
   }
@@ -65,17 +73,17 @@ class Fir final : public Task {
     return ((kTaps[0] * x0 + kTaps[1] * x1) + kTaps[2] * x2) + kTaps[3] * x3;
   }
   bool stateful() const override { return true; }
-  void save(std::vector<std::byte>& out) const override {
-    out.resize(history_.size() * sizeof(float));
-    if (!history_.empty()) std::memcpy(out.data(), history_.data(), out.size());
+  void save_arrays(std::vector<Array>& out) override {
+    if (!history_.empty()) out.push_back(std::move(history_));
+    history_ = Array();
   }
-  void load(std::span<const std::byte> in) override {
-    history_.resize(in.size() / sizeof(float));
-    if (!in.empty()) std::memcpy(history_.data(), in.data(), in.size());
+  void load_arrays(std::vector<Array> in) override {
+    if (in.size() > 1) throw Error("fir: " + std::to_string(in.size()) + " state arrays");
+    history_ = in.empty() ? Array() : std::move(in[0]);
   }
 
  private:
-  std::vector<float> history_;
+  Array history_;
 };
 
 /// Reference of source -> Affine(2, 1) -> RunningSum -> Fir for CountingSource tokens (value k + i).

@@ -29,6 +29,7 @@
 #include "exec/halo.hpp"
 #include "exec/migration.hpp"
 #include "exec/remote.hpp"
+#include "exec/state_transfer.hpp"
 #include "exec/stream_timer.hpp"
 #include "transport/nccl.hpp"
 #include "trace/trace.hpp"
@@ -278,11 +279,27 @@ Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_pt
 // A migratable task's instance takes the task over: it waits for the state the previous place
 // handed over, starts and loads it. False if the run was cancelled first.
 bool take_over(State& run, Node& node, FiringContext& ctx) {
-  std::vector<std::byte> state;
+  detail::Handover state;
   if (!node.migration->handover(node.instance).take(state)) return false;
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
+  std::vector<Array> arrays;
+  if (state.wire) {  // from another rank: the arrays' data follows the message
+    std::vector<std::byte> bytes;
+    std::vector<detail::StateArrayInfo> infos;
+    int from = 0;
+    detail::decode_handover(state.bytes, bytes, infos, from);
+    state.bytes = std::move(bytes);
+    if (!infos.empty() && !detail::receive_state_arrays(*run.remote, infos, from,
+                                                        detail::state_channel(node.migration->id()), node.place, arrays))
+      return false;
+  } else {
+    arrays = detail::move_state_arrays(std::move(state.arrays), node.place);
+  }
   node.task->start(ctx);
-  if (node.task->stateful()) node.task->load(state);
+  if (node.task->stateful()) {
+    node.task->load(state.bytes);
+    node.task->load_arrays(std::move(arrays));
+  }
   node.active = true;
   if (run.trace.enabled()) run.trace.add({"take over", "migration", node.lane, 0, t0, run.trace.now_us() - t0});
   return true;
@@ -293,13 +310,31 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
 bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, int to) {
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   std::vector<std::byte> state;
-  if (node.task->stateful()) node.task->save(state);
+  std::vector<Array> arrays;
+  if (node.task->stateful()) {
+    node.task->save(state);
+    node.task->save_arrays(arrays);
+  }
   node.task->stop(ctx);
   if (node.place.is_gpu()) detail::synchronize_stream(node.place.device, ctx.stream());
-  logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state)", node.task->name(),
-                             node.place.str(), node.migration->places()[to].str(), index, state.size());
-  node.state_bytes = state.size();
-  run.migrations->hand_over(node.migration->id(), to, std::move(state));
+  std::size_t bytes = state.size();
+  for (const Array& a : arrays) {
+    bytes += a.bytes();
+    if (!a.memory().is_host()) detail::release_on_home(a);  // the task's stream is not theirs any more
+  }
+  const Place& target = node.migration->places()[to];
+  logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state, {} arrays)", node.task->name(),
+                             node.place.str(), target.str(), index, bytes, arrays.size());
+  node.state_bytes = bytes;
+  if (target.rank != run.rank && run.remote) {
+    auto message = detail::encode_handover(state, arrays, run.rank);
+    run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(message), {}, true});
+    if (!arrays.empty() &&
+        !detail::send_state_arrays(*run.remote, arrays, target.rank, detail::state_channel(node.migration->id())))
+      return false;
+  } else {
+    run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(state), std::move(arrays), false});
+  }
   node.active = false;
   for (auto& consumers : node.outputs)
     for (auto* c : consumers)

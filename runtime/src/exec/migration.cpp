@@ -114,20 +114,20 @@ RunPlan plan_run(const Graph& graph, const Mapping& mapping, const std::vector<s
   return plan;
 }
 
-void Mailbox::put(std::vector<std::byte> bytes) {
+void Mailbox::put(Handover state) {
   {
     std::lock_guard lock(mutex_);
-    messages_.push_back(std::move(bytes));
+    messages_.push_back(std::move(state));
   }
   changed_.notify_all();
 }
 
-bool Mailbox::take(std::vector<std::byte>& bytes) {
+bool Mailbox::take(Handover& state) {
   SerialPause pause;  // overlap off: whoever puts the message may need this rank's serial lock
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return cancelled_ || !messages_.empty(); });
   if (messages_.empty()) return false;
-  bytes = std::move(messages_.front());
+  state = std::move(messages_.front());
   messages_.pop_front();
   return true;
 }
@@ -231,18 +231,18 @@ void Migrations::drain(const Place& place, bool drained) {
     if (int i = g->find(place); i >= 0) send_command(*g, {drained ? Command::drain : Command::undrain, i});
 }
 
-void Migrations::hand_over(int group, int instance, std::vector<std::byte> state) {
+void Migrations::hand_over(int group, int instance, Handover state) {
   Migration& m = *groups_.at(group);
   int to = m.places().at(instance).rank;
   if (to == rank_ || !post_) m.handover(instance).put(std::move(state));
-  else post_(to, group * kBoxesPerGroup + 1 + instance, std::move(state));
+  else post_(to, group * kBoxesPerGroup + 1 + instance, std::move(state.bytes));  // a state message
 }
 
 void Migrations::deliver(int box, std::vector<std::byte> bytes) {
   Migration& m = *groups_.at(box / kBoxesPerGroup);
   int sub = box % kBoxesPerGroup;
   if (sub > 0) {
-    m.handover(sub - 1).put(std::move(bytes));
+    m.handover(sub - 1).put(Handover{std::move(bytes), {}, true});
   } else if (bytes.size() == sizeof(Command)) {
     Command c;
     std::memcpy(&c, bytes.data(), sizeof c);

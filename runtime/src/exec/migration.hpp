@@ -66,18 +66,26 @@ struct RunPlan {
 [[nodiscard]] RunPlan plan_run(const Graph& graph, const Mapping& mapping, const std::vector<std::string>& patterns,
                                const Cluster& cluster);
 
-/// A mailbox of byte messages (a migrated task's state), cancellable.
+/// A migrated task's state: save()'s bytes and save_arrays()'s arrays (same rank), or the state
+/// message of another rank (`wire`: exec/state_transfer.hpp; the arrays' data follows on MPI).
+struct Handover {
+  std::vector<std::byte> bytes;
+  std::vector<Array> arrays;
+  bool wire = false;
+};
+
+/// A mailbox of hand-overs, cancellable.
 class Mailbox {
  public:
-  void put(std::vector<std::byte> bytes);
-  /// Blocks until a message arrived; false if cancelled first.
-  bool take(std::vector<std::byte>& bytes);
+  void put(Handover state);
+  /// Blocks until a hand-over arrived; false if cancelled first.
+  bool take(Handover& state);
   void cancel();
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::vector<std::byte>> messages_;
+  std::deque<Handover> messages_;
   bool cancelled_ = false;
 };
 
@@ -144,7 +152,7 @@ class Migrations {
   /// Moves every migratable task away from `place` and keeps them away (undo with `drained=false`).
   void drain(const Place& place, bool drained = true);
   /// The old instance's state goes to candidate `instance` of `group`.
-  void hand_over(int group, int instance, std::vector<std::byte> state);
+  void hand_over(int group, int instance, Handover state);
   /// Called with the messages received from other ranks.
   void deliver(int box, std::vector<std::byte> bytes);
   void cancel();

@@ -1,4 +1,4 @@
-// CUDA side of RunningSum: the per-token kernel and the state's device memory and copies.
+// CUDA side of RunningSum: the per-token kernel and the state's copies to and from the host.
 #include "weft/cuda.hpp"
 #include "weft/tasks/demo/demo.hpp"
 #include "weft/tasks/demo/running_sum.hpp"
@@ -27,18 +27,10 @@ void running_sum(const float* x, float* sum, float* y, std::int64_t n, void* str
   check_launch("running_sum_kernel", s);
 }
 
-void* state_alloc(std::size_t bytes) {
-  void* p = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
-  return p;
-}
-
-void state_free(void* p) {
-  if (p) WEFT_CUDA_CHECK(cudaFree(p));
-}
-
 void state_to_host(void* host, const void* device, std::size_t bytes) {
-  if (bytes) WEFT_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  if (!bytes) return;
+  WEFT_CUDA_CHECK(cudaDeviceSynchronize());  // the task's stream (not ordered with this call) is done
+  WEFT_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
 }
 
 void state_to_device(void* device, const void* host, std::size_t bytes) {

@@ -90,6 +90,15 @@ class Task {
   [[nodiscard]] virtual bool stateful() const { return false; }
   virtual void save(std::vector<std::byte>& out) const {}
   virtual void load(std::span<const std::byte> in) {}
+  /// State kept in arrays on the task's place (device memory on a GPU), handed over beside
+  /// save()'s bytes at the same token boundary: the runtime moves them itself (a peer copy
+  /// between GPUs of one process, a copy to or from the host when the task moves between a CPU
+  /// and a GPU, pinned copies pipelined with MPI between ranks), so that a large device-resident
+  /// state never goes through a byte vector. After save_arrays() the task no longer owns them;
+  /// load_arrays() receives them, in the same order, on the new place (host arrays on a CPU),
+  /// after load(). Ready to use: the copies are complete.
+  virtual void save_arrays(std::vector<Array>& out) {}
+  virtual void load_arrays(std::vector<Array> in) {}
 
   /// Rough relative cost per token, used by the automatic mapper before measurements exist.
   [[nodiscard]] virtual double cost_hint() const { return 1.0; }

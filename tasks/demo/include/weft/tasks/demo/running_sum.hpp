@@ -2,7 +2,9 @@
 /// A stateful demo task for migration tests and benchmarks: the running sum of its input
 /// arrays, y_k = x_0 + ... + x_k elementwise in float, on a CPU or a GPU. The state (the sum, plus
 /// an optional `ballast` of opaque bytes standing for a large model) lives where the task runs:
-/// host memory on a CPU, device memory on a GPU. save()/load() move it at a token boundary.
+/// host memory on a CPU, device memory on a GPU. At a token boundary a migration moves it: on a
+/// CPU through save()/load()'s bytes, on a GPU as two device arrays (save_arrays/load_arrays), which
+/// the runtime copies GPU to GPU in one process and through pinned buffers between ranks.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -25,27 +27,29 @@ class RunningSum final : public Task {
   [[nodiscard]] bool stateful() const override { return true; }
   void save(std::vector<std::byte>& out) const override;
   void load(std::span<const std::byte> in) override;
+  void save_arrays(std::vector<Array>& out) override;
+  void load_arrays(std::vector<Array> in) override;
   /// The sum after the last token this object processed (host copy; after stop()).
   [[nodiscard]] const std::vector<float>& sum() const noexcept { return h_sum_; }
   [[nodiscard]] std::size_t state_bytes() const noexcept { return h_sum_.size() * sizeof(float) + ballast_bytes_; }
 
  private:
-  void to_host();  // device state → host vectors, device memory freed
+  void to_host();        // device state → host vectors, device memory freed
+  void drop_device();    // device memory freed, nothing copied
   std::size_t ballast_bytes_;
   std::vector<float> h_sum_;
   std::vector<std::byte> h_ballast_;
   int device_ = -1;  // >= 0: the state is on this GPU
   mutable bool saved_ = false;  // save() since the last token: stop() need not copy the state back
-  float* d_sum_ = nullptr;
-  std::byte* d_ballast_ = nullptr;
+  bool arrays_pending_ = false;  // load() said the state comes as arrays
+  Array d_sum_;
+  Array d_ballast_;
 };
 
 namespace cuda {
 /// y = sum += x elementwise (defined only when built with CUDA).
 void running_sum(const float* x, float* sum, float* y, std::int64_t n, void* stream);
-/// Device memory of the current GPU, and synchronous copies for state hand-over.
-[[nodiscard]] void* state_alloc(std::size_t bytes);
-void state_free(void* p);
+/// Synchronous copies of the state between host vectors and the device.
 void state_to_host(void* host, const void* device, std::size_t bytes);
 void state_to_device(void* device, const void* host, std::size_t bytes);
 }  // namespace cuda

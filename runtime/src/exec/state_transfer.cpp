@@ -1,0 +1,180 @@
+#include "exec/state_transfer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "data/buffer.hpp"
+#include "data/copy.hpp"
+#include "exec/device.hpp"
+#include "weft/util/error.hpp"
+
+namespace weft::detail {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x57535431;  // "WST1"
+constexpr std::size_t kChunk = std::size_t(16) << 20;  // staging chunk of device arrays
+constexpr int kFirstStateChannel = 50000;              // halo channels are numbered from 0
+
+struct WireHeader {
+  std::uint32_t magic = kMagic;
+  std::int32_t from = 0;
+  std::uint64_t bytes = 0;  // save()'s bytes, after the array descriptions
+  std::uint32_t arrays = 0;
+  std::uint32_t pad = 0;
+};
+
+Shape shape_of(const StateArrayInfo& info) {
+  switch (info.ndim) {
+    case 1: return Shape(info.dims[0]);
+    case 2: return Shape(info.dims[0], info.dims[1]);
+    case 3: return Shape(info.dims[0], info.dims[1], info.dims[2]);
+    default: throw Error("migration: state array of " + std::to_string(info.ndim) + " dimensions in a state message");
+  }
+}
+
+// Two pinned staging buffers and the events of their last copies, for one direction.
+struct Staging {
+  Array buffer[2];
+  std::shared_ptr<Event> copied[2];
+  std::shared_ptr<RemoteLinks::Message> message[2];
+};
+
+}  // namespace
+
+int state_channel(int group) { return kFirstStateChannel + group; }
+
+std::vector<std::byte> encode_handover(std::span<const std::byte> bytes, const std::vector<Array>& arrays, int from) {
+  WireHeader h;
+  h.from = from;
+  h.bytes = bytes.size();
+  h.arrays = static_cast<std::uint32_t>(arrays.size());
+  std::vector<std::byte> out(sizeof h + arrays.size() * sizeof(StateArrayInfo) + bytes.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  std::byte* p = out.data() + sizeof h;
+  for (const Array& a : arrays) {
+    StateArrayInfo info;
+    info.dtype = static_cast<std::int32_t>(a.dtype());
+    info.ndim = a.shape().ndim();
+    for (int i = 0; i < info.ndim; ++i) info.dims[i] = a.shape()[i];
+    std::memcpy(p, &info, sizeof info);
+    p += sizeof info;
+  }
+  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+  return out;
+}
+
+void decode_handover(std::span<const std::byte> message, std::vector<std::byte>& bytes,
+                     std::vector<StateArrayInfo>& arrays, int& from) {
+  WireHeader h;
+  if (message.size() < sizeof h) throw Error("migration: state message of " + std::to_string(message.size()) + " bytes");
+  std::memcpy(&h, message.data(), sizeof h);
+  const std::size_t expected = sizeof h + std::size_t(h.arrays) * sizeof(StateArrayInfo) + h.bytes;
+  if (h.magic != kMagic || message.size() != expected)
+    throw Error("migration: malformed state message (" + std::to_string(message.size()) + " bytes)");
+  from = h.from;
+  arrays.resize(h.arrays);
+  const std::byte* p = message.data() + sizeof h;
+  for (auto& info : arrays) {
+    std::memcpy(&info, p, sizeof info);
+    p += sizeof info;
+  }
+  bytes.assign(p, p + h.bytes);
+}
+
+bool send_state_arrays(RemoteLinks& remote, const std::vector<Array>& arrays, int peer, int channel) {
+  Staging st;
+  int slot = 0;
+  auto wait_slot = [&](int s) {
+    if (st.message[s] && !remote.wait(*st.message[s])) return false;
+    st.message[s].reset();
+    return true;
+  };
+  for (const Array& a : arrays) {
+    if (a.bytes() == 0) continue;
+    const Memory m = a.memory();
+    if (m.is_host()) {  // straight from the array
+      auto msg = remote.send(a.raw(), a.bytes(), peer, channel);
+      if (!remote.wait(*msg)) return false;
+      continue;
+    }
+    bind_device(m.device_index);
+    void* stream = device_streams(m.device_index).d2h;
+    const auto* src = static_cast<const std::byte*>(a.raw());
+    // Chunk k: copied out into buffer k % 2 while chunk k - 1 is on the wire.
+    std::vector<std::shared_ptr<Event>> pending;
+    for (std::size_t off = 0; off < a.bytes(); off += kChunk) {
+      const std::size_t n = std::min(kChunk, a.bytes() - off);
+      if (!wait_slot(slot)) return false;
+      if (!st.buffer[slot].raw()) st.buffer[slot] = Array::host(DType::u8, Shape(static_cast<std::int64_t>(kChunk)));
+      copy_bytes(st.buffer[slot].raw(), Memory::on_host(), src + off, m, n, stream);
+      st.copied[slot] = Event::record(m.device_index, stream);
+      st.copied[slot]->synchronize();
+      st.message[slot] = remote.send(st.buffer[slot].raw(), n, peer, channel);
+      slot ^= 1;
+    }
+  }
+  return wait_slot(0) && wait_slot(1);
+}
+
+bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>& infos, int peer, int channel,
+                          const Place& place, std::vector<Array>& out) {
+  out.clear();
+  Staging st;
+  int slot = 0;
+  for (const auto& info : infos) {
+    const Shape shape = shape_of(info);
+    const auto type = static_cast<DType>(info.dtype);
+    if (!place.is_gpu()) {
+      Array a = Array::host(type, shape);
+      if (a.bytes()) {
+        auto msg = remote.receive(a.raw(), a.bytes(), peer, channel);
+        if (!remote.wait(*msg)) return false;
+      }
+      out.push_back(std::move(a));
+      continue;
+    }
+    bind_device(place.device);
+    void* stream = device_streams(place.device).h2d;
+    Array a = Array::device(type, shape, place.device, stream);
+    auto* dst = static_cast<std::byte*>(a.raw());
+    // Chunk k arrives in buffer k % 2 while chunk k - 1 is copied in.
+    for (std::size_t off = 0; off < a.bytes(); off += kChunk) {
+      const std::size_t n = std::min(kChunk, a.bytes() - off);
+      if (st.copied[slot]) st.copied[slot]->synchronize();  // the buffer's previous chunk is in
+      if (!st.buffer[slot].raw()) st.buffer[slot] = Array::host(DType::u8, Shape(static_cast<std::int64_t>(kChunk)));
+      auto msg = remote.receive(st.buffer[slot].raw(), n, peer, channel);
+      if (!remote.wait(*msg)) return false;
+      copy_bytes(dst + off, Memory::on_device(place.device), st.buffer[slot].raw(), Memory::on_host(), n, stream);
+      st.copied[slot] = Event::record(place.device, stream);
+      slot ^= 1;
+    }
+    synchronize_stream(place.device, stream);
+    release_on_home(a);
+    out.push_back(std::move(a));
+  }
+  return true;
+}
+
+std::vector<Array> move_state_arrays(std::vector<Array> arrays, const Place& place) {
+  for (Array& a : arrays) {
+    const Memory m = a.memory();
+    if (!place.is_gpu()) {
+      if (!m.is_host()) a = copy_to_host(a, nullptr);
+      continue;
+    }
+    if (!m.is_host() && m.device_index == place.device) continue;
+    bind_device(place.device);
+    std::shared_ptr<Event> done;
+    void* stream = device_streams(place.device).h2d;
+    Array moved = m.is_host() ? copy_to_device(a, place.device, stream, done)
+                              : copy_between_devices(a, place.device, stream, nullptr, done);
+    done->synchronize();
+    release_on_home(moved);
+    a = std::move(moved);
+  }
+  return arrays;
+}
+
+}  // namespace weft::detail

@@ -21,6 +21,17 @@ std::string Shape::str() const {
   return s.empty() ? "()" : s;
 }
 
+namespace detail {
+Shape shape_from(int ndim, const std::int64_t* dims, const char* what) {
+  switch (ndim) {
+    case 1: return Shape(dims[0]);
+    case 2: return Shape(dims[0], dims[1]);
+    case 3: return Shape(dims[0], dims[1], dims[2]);
+    default: throw Error(std::string(what) + ": an array of " + std::to_string(ndim) + " dimensions (1 to 3)");
+  }
+}
+}  // namespace detail
+
 bool operator==(const Shape& a, const Shape& b) noexcept {
   if (a.ndim_ != b.ndim_) return false;
   for (int i = 0; i < a.ndim_; ++i)

@@ -46,4 +46,8 @@ struct ArrayAccess {
 /// The array left the task that made it: free it on its device's home stream.
 void release_on_home(const Array& a) noexcept;
 
+/// The shape with `ndim` (1 to 3) extents `dims`, as messages between ranks describe arrays;
+/// throws Error naming `what` for another count.
+[[nodiscard]] Shape shape_from(int ndim, const std::int64_t* dims, const char* what);
+
 }  // namespace weft::detail

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "data/buffer.hpp"
 #include "transport/nccl.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -470,8 +471,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         t.marker = h.marker;
         if (!t.end) {
           if (h.kind == 1) {
-            Shape shape = h.ndim == 1 ? Shape(h.dims[0]) : h.ndim == 2 ? Shape(h.dims[0], h.dims[1])
-                                                                      : Shape(h.dims[0], h.dims[1], h.dims[2]);
+            Shape shape = shape_from(h.ndim, h.dims, "token header");
             if (h.nccl) {
               GpuInterval interval;
               t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready, impl->trace ? &interval : nullptr);

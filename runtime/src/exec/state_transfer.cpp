@@ -25,20 +25,16 @@ struct WireHeader {
   std::uint32_t pad = 0;
 };
 
-Shape shape_of(const StateArrayInfo& info) {
-  switch (info.ndim) {
-    case 1: return Shape(info.dims[0]);
-    case 2: return Shape(info.dims[0], info.dims[1]);
-    case 3: return Shape(info.dims[0], info.dims[1], info.dims[2]);
-    default: throw Error("migration: state array of " + std::to_string(info.ndim) + " dimensions in a state message");
-  }
-}
-
-// Two pinned staging buffers and the events of their last copies, for one direction.
+// Two pinned staging buffers, with what still uses each: the send of its chunk (sending side)
+// or the copy of its chunk into the GPU (receiving side).
 struct Staging {
   Array buffer[2];
   std::shared_ptr<Event> copied[2];
   std::shared_ptr<RemoteLinks::Message> message[2];
+  void* take(int slot) {
+    if (!buffer[slot].raw()) buffer[slot] = Array::host(DType::u8, Shape(static_cast<std::int64_t>(kChunk)));
+    return buffer[slot].raw();
+  }
 };
 
 }  // namespace
@@ -103,15 +99,13 @@ bool send_state_arrays(RemoteLinks& remote, const std::vector<Array>& arrays, in
     void* stream = device_streams(m.device_index).d2h;
     const auto* src = static_cast<const std::byte*>(a.raw());
     // Chunk k: copied out into buffer k % 2 while chunk k - 1 is on the wire.
-    std::vector<std::shared_ptr<Event>> pending;
     for (std::size_t off = 0; off < a.bytes(); off += kChunk) {
       const std::size_t n = std::min(kChunk, a.bytes() - off);
       if (!wait_slot(slot)) return false;
-      if (!st.buffer[slot].raw()) st.buffer[slot] = Array::host(DType::u8, Shape(static_cast<std::int64_t>(kChunk)));
-      copy_bytes(st.buffer[slot].raw(), Memory::on_host(), src + off, m, n, stream);
-      st.copied[slot] = Event::record(m.device_index, stream);
-      st.copied[slot]->synchronize();
-      st.message[slot] = remote.send(st.buffer[slot].raw(), n, peer, channel);
+      void* buffer = st.take(slot);
+      copy_bytes(buffer, Memory::on_host(), src + off, m, n, stream);
+      Event::record(m.device_index, stream)->synchronize();
+      st.message[slot] = remote.send(buffer, n, peer, channel);
       slot ^= 1;
     }
   }
@@ -124,7 +118,7 @@ bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>
   Staging st;
   int slot = 0;
   for (const auto& info : infos) {
-    const Shape shape = shape_of(info);
+    const Shape shape = shape_from(info.ndim, info.dims, "migration state message");
     const auto type = static_cast<DType>(info.dtype);
     if (!place.is_gpu()) {
       Array a = Array::host(type, shape);
@@ -143,10 +137,10 @@ bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>
     for (std::size_t off = 0; off < a.bytes(); off += kChunk) {
       const std::size_t n = std::min(kChunk, a.bytes() - off);
       if (st.copied[slot]) st.copied[slot]->synchronize();  // the buffer's previous chunk is in
-      if (!st.buffer[slot].raw()) st.buffer[slot] = Array::host(DType::u8, Shape(static_cast<std::int64_t>(kChunk)));
-      auto msg = remote.receive(st.buffer[slot].raw(), n, peer, channel);
+      void* buffer = st.take(slot);
+      auto msg = remote.receive(buffer, n, peer, channel);
       if (!remote.wait(*msg)) return false;
-      copy_bytes(dst + off, Memory::on_device(place.device), st.buffer[slot].raw(), Memory::on_host(), n, stream);
+      copy_bytes(dst + off, Memory::on_device(place.device), buffer, Memory::on_host(), n, stream);
       st.copied[slot] = Event::record(place.device, stream);
       slot ^= 1;
     }

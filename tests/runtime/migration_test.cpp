@@ -299,6 +299,64 @@ TEST(Migration, GreedyBalancerSplitsACrowdedPlaceOnceAndLogsWhy) {
   }
 }
 
+namespace {
+/// 2 ms per token, plus 6 ms on `slowed` from token `from` on: the migration bench's imbalance
+/// on CPU places.
+class Slowable final : public Task {
+ public:
+  Slowable(std::string name, Place slowed, std::uint64_t from) : Task(std::move(name)), slowed_(slowed), from_(from) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override {
+    bool slow = ctx.place() == slowed_ && ctx.index() >= from_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 8 : 2));
+    ctx.put(out, ctx.take(in));
+  }
+
+ private:
+  Place slowed_;
+  std::uint64_t from_;
+};
+}  // namespace
+
+// The migration bench's first part on CPU places: two stages, one per place (A on rank 0, B on
+// the last rank's second place); A slows down mid-run; the balancer must move the stage off A.
+TEST(Migration, GreedyBalancerMovesAStageOffAPlaceThatSlowedDown) {
+  constexpr std::uint64_t kTokens = 300, kSlowFrom = 60;
+  Place a = Place::host(0), b{Place::cpu, 1, last_rank()};
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("source", kTokens, 8);
+  auto& s0 = g.add<Slowable>("s0", a, kSlowFrom);
+  auto& s1 = g.add<Slowable>("s1", a, kSlowFrom);
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, s0.in);
+  g.connect(s0.out, s1.in);
+  g.connect(s1.out, sink.in);
+  g.migratable(s0, {a, b});
+  g.migratable(s1, {a, b});
+  Mapping m;
+  m.set("source", Place::host(0));
+  m.set("s0", a);
+  m.set("s1", b);
+  m.set("sink", Place::host(last_rank()));
+  Executor ex({.channel_capacity = 4, .balance = "greedy", .balance_period = 0.05, .balance_threshold = 0.1});
+  RunHandle run = ex.run(g, m);
+  run.wait();
+  if (env->rank() == 0) {
+    auto decisions = run.stats().balance;
+    ASSERT_GE(decisions.size(), 1u) << "no move off the slowed place";
+    EXPECT_EQ(decisions[0].task, "s0");
+    EXPECT_EQ(decisions[0].from, a);
+    EXPECT_EQ(decisions[0].to, b);
+    EXPECT_EQ(run.effective_mapping().at("s0"), b);
+  }
+  if (env->rank() == last_rank()) {
+    ASSERT_EQ(rec->indices.size(), kTokens);
+    for (std::uint64_t k = 0; k < kTokens; ++k) ASSERT_EQ(rec->indices[k], k);
+  }
+}
+
 TEST(Migration, BadRequestsAreConfigErrors) {
   Pipeline p(10, Place::host(0));
   EXPECT_THROW(p.graph.migratable(p.graph.at("source")), ConfigError);  // a source cannot move

@@ -2,6 +2,7 @@
 #include "exec/balancer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "weft/util/error.hpp"
@@ -131,6 +132,24 @@ std::vector<Move> BalanceModel::step(const std::vector<ActorSample>& actors, con
     return it == load.end() ? std::pair<Place, double>{Place{}, 0.0} : std::pair<Place, double>{it->first, it->second};
   };
   iteration_ = bottleneck().second;
+  view_ = "load";
+  auto ms = [](double seconds) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", seconds * 1e3);
+    return std::string(b);
+  };
+  for (const auto& [p, l] : load) view_ += " " + p.str() + "=" + ms(l);
+  for (const auto& [g, cur] : current) {
+    const GroupPlan& gp = plan_.groups[g];
+    view_ += "; " + gp.task->name() + ":";
+    for (std::size_t i = 0; i < gp.places.size(); ++i) {
+      auto it = cost_.find(gp.instances[i]);
+      bool measured = it != cost_.end() && it->second.measured;
+      double c = cost_at(g, static_cast<int>(i));
+      view_ += std::string(static_cast<int>(i) == cur ? " *" : " ") + gp.places[i].str() + "=" +
+               (c < 0 ? "?" : (measured ? "" : "~") + ms(c));
+    }
+  }
 
   for (auto& [g, n] : cooldown_) n = std::max(0, n - 1);
   for (auto& [g, l] : left_) ++l.second;

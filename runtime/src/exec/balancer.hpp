@@ -64,6 +64,9 @@ class BalanceModel {
   [[nodiscard]] double iteration_seconds() const noexcept { return iteration_; }
   /// Tokens per second through the migratable tasks in the last period (measured).
   [[nodiscard]] double throughput() const noexcept { return throughput_; }
+  /// What the last step saw, for the debug log: per place its load, per migratable task its cost
+  /// where it runs and where it could run (measured, or ~ predicted; ? unknown), in ms per token.
+  [[nodiscard]] const std::string& view() const noexcept { return view_; }
 
  private:
   struct Cost {
@@ -84,6 +87,7 @@ class BalanceModel {
   std::map<int, int> cooldown_;               // per group: periods left
   std::map<int, std::pair<int, int>> left_;   // per group: (candidate it left, periods ago)
   double iteration_ = 0, throughput_ = 0;
+  std::string view_;
   double last_now_ = 0;
 };
 

@@ -66,6 +66,7 @@ struct Node {
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::int64_t> busy_ns{0};  // in run()/run_cuda() (host side)
   std::atomic<std::int64_t> gpu_ns{0};   // GPU time of its firings (GPU tasks)
+  std::atomic<std::uint64_t> gpu_done{0};  // firings whose GPU time is in gpu_ns (GPU tasks)
   std::atomic<std::uint64_t> bytes_in{0};
   std::atomic<std::uint64_t> state_bytes{0};
 };
@@ -359,6 +360,12 @@ void drive(State& run, Node& node) {
     if (node.active) task.start(ctx);
     std::optional<detail::StreamTimer> timer;  // GPU time, for the load balancer only (two events per firing)
     if (gpu && run.options.balance != "off") timer.emplace(node.place.device);
+    // The balancer divides GPU time by the firings it covers: both counted when the GPU is done.
+    auto collect_gpu_time = [&] {
+      std::uint64_t completed = 0;
+      node.gpu_ns += static_cast<std::int64_t>(timer->collect(completed) * 1e9);
+      node.gpu_done += completed;
+    };
     const bool forwards = !task.moves_data();
     std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
     bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
@@ -391,6 +398,7 @@ void drive(State& run, Node& node) {
             for (int q : ports)
               if (q != p && !node.inputs[q]->pop(t)) return;
             if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
+            if (timer) collect_gpu_time();  // every firing done here is counted before the task leaves
             retire(true);
             outstanding.clear();
             if (!hand_over(run, node, ctx, t.index, t.marker - 1)) return;
@@ -466,7 +474,7 @@ void drive(State& run, Node& node) {
         }
         if (timer) {
           timer->stop(ctx.stream());
-          node.gpu_ns += static_cast<std::int64_t>(timer->collect() * 1e9);
+          collect_gpu_time();
         }
       } else {
         task.run(ctx);
@@ -645,9 +653,11 @@ detail::RankReport local_report(State& run) {
   detail::RankReport r;
   for (const auto& n : run.nodes) {
     if (n->role == detail::Vertex::router || n->role == detail::Vertex::merger) continue;
-    // A GPU task's cost is the GPU time of its firings; its host side only enqueues.
-    double busy = static_cast<double>(n->place.is_gpu() ? n->gpu_ns.load() : n->busy_ns.load()) * 1e-9;
-    r.actors.push_back({n->vertex, n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load()});
+    // A GPU task's cost is the GPU time of its firings; its host side only enqueues. Its tokens are
+    // the firings that GPU time covers (the host runs ahead of the GPU by a few firings).
+    const bool gpu = n->place.is_gpu();
+    double busy = static_cast<double>(gpu ? n->gpu_ns.load() : n->busy_ns.load()) * 1e-9;
+    r.actors.push_back({n->vertex, gpu ? n->gpu_done.load() : n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load()});
   }
   for (const auto& g : run.migrations->groups())
     if (g->router_rank() == run.rank) r.current.emplace_back(g->id(), g->current());
@@ -689,6 +699,7 @@ void run_balancer(State& run) {
     int periods;
   };
   std::vector<Pending> pending;
+  double recent[2] = {0, 0};  // throughput of the last two periods
   try {
     while (sleep_until(run, next)) {
       next += period;
@@ -703,14 +714,18 @@ void run_balancer(State& run) {
       std::map<int, int> current(all.current.begin(), all.current.end());
       double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
       auto moves = model.step(all.actors, current, now);
+      log->debug("t={:.3f} s: {:.1f} tokens/s; {}", now, model.throughput(), model.view());
+      recent[1] = recent[0];
+      recent[0] = model.throughput();
       std::lock_guard lock(run.balance_mutex);
       for (auto& p : pending) {
         if (--p.periods > 0) continue;
+        // After: the two periods after the one of the move (which holds its pause).
+        double after = 0.5 * (recent[0] + recent[1]);
         BalanceDecision& d = run.decisions[p.decision];
-        d.measured_gain = p.throughput_before > 0 && model.throughput() > 0 ? 1 - p.throughput_before / model.throughput() : 0;
+        d.measured_gain = p.throughput_before > 0 && after > 0 ? 1 - p.throughput_before / after : 0;
         log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s", d.task,
-                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before,
-                  model.throughput());
+                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before, after);
       }
       std::erase_if(pending, [](const Pending& p) { return p.periods <= 0; });
       for (const auto& m : moves) {
@@ -721,7 +736,7 @@ void run_balancer(State& run) {
         log->info("{} {} -> {}: predicted gain {:.1f} % ({})", d.task, d.from.str(), d.to.str(), 100 * d.predicted_gain,
                   d.reason);
         run.migrations->migrate(d.task, d.to);
-        pending.push_back({run.decisions.size(), model.throughput(), 2});
+        pending.push_back({run.decisions.size(), model.throughput(), 3});
         run.decisions.push_back(std::move(d));
       }
     }

@@ -34,7 +34,7 @@ void StreamTimer::stop(void* stream) {
   open_ = nullptr;
 }
 
-double StreamTimer::collect() {
+double StreamTimer::collect(std::uint64_t& completed) {
   double seconds = 0;
   while (!pending_.empty()) {
     auto [a, b] = pending_.front();
@@ -44,6 +44,7 @@ double StreamTimer::collect() {
     float ms = 0;
     WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a), static_cast<cudaEvent_t>(b)));
     seconds += ms * 1e-3;
+    ++completed;
     free_.push_back(a);
     free_.push_back(b);
     pending_.pop_front();
@@ -67,7 +68,7 @@ StreamTimer::~StreamTimer() {
 StreamTimer::~StreamTimer() = default;
 void StreamTimer::start(void*) {}
 void StreamTimer::stop(void*) {}
-double StreamTimer::collect() { return 0; }
+double StreamTimer::collect(std::uint64_t&) { return 0; }
 void* StreamTimer::take() { return nullptr; }
 
 #endif

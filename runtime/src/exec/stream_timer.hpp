@@ -6,6 +6,7 @@
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -19,8 +20,8 @@ class StreamTimer {
   StreamTimer& operator=(const StreamTimer&) = delete;
   void start(void* stream);
   void stop(void* stream);
-  /// Seconds of GPU time of the intervals completed since the last call.
-  [[nodiscard]] double collect();
+  /// Seconds of GPU time of the intervals completed since the last call; `completed` counts them.
+  [[nodiscard]] double collect(std::uint64_t& completed);
 
  private:
   void* take();

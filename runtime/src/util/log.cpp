@@ -1,5 +1,6 @@
 #include "weft/util/log.hpp"
 
+#include <cstdlib>
 #include <mutex>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -11,7 +12,14 @@ namespace weft {
 namespace {
 std::mutex g_mutex;
 int g_rank = 0;
-spdlog::level::level_enum g_level = spdlog::level::info;
+// The level before any set_log_level(): WEFT_LOG_LEVEL if set (a command's --log-level overrides it).
+spdlog::level::level_enum initial_level() {
+  const char* env = std::getenv("WEFT_LOG_LEVEL");
+  if (!env || !*env) return spdlog::level::info;
+  auto parsed = spdlog::level::from_str(env);
+  return parsed == spdlog::level::off && std::string(env) != "off" ? spdlog::level::info : parsed;
+}
+spdlog::level::level_enum g_level = initial_level();
 
 std::string pattern() { return "[rank " + std::to_string(g_rank) + "] [%n] %^%l%$: %v"; }
 }  // namespace

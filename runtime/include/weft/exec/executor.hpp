@@ -39,7 +39,7 @@ struct BalanceDecision {
   std::string task;
   Place from, to;
   double predicted_gain = 0;      ///< predicted share of the iteration time saved (0.25: 25 % faster)
-  double measured_gain = 0;       ///< measured over the next period (NaN until measured)
+  double measured_gain = 0;       ///< measured over the 2nd and 3rd periods after the move (NaN until then)
   std::string reason;
 };
 

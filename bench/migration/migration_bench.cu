@@ -4,7 +4,8 @@
 // Part 1, imbalance: producer (CPU) -> s0 (GPU A) -> s1 (GPU B) -> consumer (CPU, last rank); each
 // stage is a kernel of kStageMs on a few SMs, so a GPU can run both stages side by side. From
 // token kSlowToken on, a competing kernel of kSlowMs runs before s0's work whenever s0 runs on A
-// (GPU A "slowed"). The load balancer (--balance greedy, period kPeriodS) must move s0 to B.
+// (GPU A "slowed"). The load balancer (--balance greedy, period WEFT_BALANCE_PERIOD_S, default
+// 0.02 s) must move s0 to B. WEFT_MIGRATION_PARTS=1 runs this part only.
 // Throughput before, during and after, and the iterations from the imbalance to >= 90 % of the
 // balanced throughput (target <= 10).
 //
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -39,7 +41,10 @@ constexpr int kTokens = 600;
 constexpr int kSlowToken = 200;
 constexpr double kStageMs = 4.0;
 constexpr double kSlowMs = 12.0;
-constexpr double kPeriodS = 0.05;
+const double kPeriodS = [] {
+  const char* v = std::getenv("WEFT_BALANCE_PERIOD_S");
+  return v && *v ? std::atof(v) : 0.02;
+}();
 constexpr double kPaceMs = 20.0;
 constexpr std::int64_t kFloats = 1 << 18;  // 1 MiB tokens
 
@@ -238,6 +243,10 @@ int main(int argc, char** argv) {
     if (rank == 0) result.metric("imbalance_error", e.what());
   }
 
+  if (const char* parts = std::getenv("WEFT_MIGRATION_PARTS"); parts && std::string(parts) == "1") {
+    if (rank == 0) std::printf("wrote %s\n", result.write().c_str());  // part 1 only
+    return 0;
+  }
   // Part 2: the pause of one migration against the size of GPU-resident state, from GPU A to
   // GPU B (another rank when there are two) and, where rank 0 has two GPUs, between those.
   double bandwidth = h2d_bandwidth();

@@ -3,6 +3,7 @@
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -10,7 +11,9 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "exec/device.hpp"
 #include "weft/graph/value.hpp"
@@ -80,6 +83,34 @@ class Channel {
     return max_size_;
   }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+  /// Takes back, from channels that carry the inputs of one consumer (one per port, fed in step),
+  /// the tokens none of its firings has started: those from the largest front index on, with all
+  /// channels locked at once so that a firing half-way through its inputs keeps them. Returns one
+  /// list per channel, equally long; nothing if a channel holds anything but plain tokens.
+  static std::vector<std::deque<Token>> take_back(const std::vector<Channel*>& channels) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (Channel* c : channels) locks.emplace_back(c->mutex_);
+    std::vector<std::deque<Token>> taken(channels.size());
+    std::uint64_t from = 0;
+    for (Channel* c : channels) {
+      if (c->cancelled_ || c->queue_.empty()) return taken;
+      for (const Token& t : c->queue_)
+        if (t.end || t.marker) return taken;
+      from = std::max(from, c->queue_.front().index);
+    }
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+      auto& q = channels[i]->queue_;
+      auto first = std::find_if(q.begin(), q.end(), [&](const Token& t) { return t.index >= from; });
+      taken[i].assign(std::make_move_iterator(first), std::make_move_iterator(q.end()));
+      q.erase(first, q.end());
+      channels[i]->size_.store(q.size(), std::memory_order_release);
+      if (taken[i].size() != taken[0].size()) throw std::logic_error("channels fed in step hold different tokens");
+    }
+    locks.clear();
+    for (Channel* c : channels) c->not_full_.notify_all();
+    return taken;
+  }
 
  private:
   // Before sleeping on the condition variable, spin a few microseconds where cores are plenty:

@@ -280,14 +280,23 @@ void route_tokens(Migration& m, const std::vector<Channel*>& inputs, const std::
     }
     int next = m.destination(current);
     if (next != current) {
-      // The old instance's epoch ends after the tokens already sent to it (channels are FIFO).
+      // Tokens sent to the old instance that none of its firings has started (still in the
+      // channels to it, or to the link that sends them to its rank) go to the new one instead:
+      // a slowed place does not work off its queue before the move takes effect.
+      std::vector<Channel*> old(outputs.begin() + current * ports, outputs.begin() + (current + 1) * ports);
+      auto taken = Channel::take_back(old);
+      std::uint64_t first = taken[0].empty() ? tokens[0].index : taken[0].front().index;
+      // The old instance's epoch ends after the tokens it keeps (channels are FIFO).
       for (std::size_t p = 0; p < ports; ++p) {
-        Token marker{tokens[p].index, false, {}, {}, next + 1};
+        Token marker{first, false, {}, {}, next + 1};
         if (!outputs[current * ports + p]->push(std::move(marker))) return;
       }
-      logger("migration")->debug("{}: token {} onwards on {} (was {})", m.task(), tokens[0].index,
-                                 m.places()[next].str(), m.places()[current].str());
+      logger("migration")->debug("{}: token {} onwards on {} (was {}; {} taken back from its queue)", m.task(), first,
+                                 m.places()[next].str(), m.places()[current].str(), taken[0].size());
       current = next;
+      for (std::size_t k = 0; k < taken[0].size(); ++k)
+        for (std::size_t p = 0; p < ports; ++p)
+          if (!outputs[current * ports + p]->push(std::move(taken[p][k]))) return;
     }
     for (std::size_t p = 0; p < ports; ++p)
       if (!outputs[current * ports + p]->push(std::move(tokens[p]))) return;

@@ -328,10 +328,18 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
                              node.place.str(), target.str(), index, bytes, arrays.size());
   node.state_bytes = bytes;
   if (target.rank != run.rank && run.remote) {
-    auto message = detail::encode_handover(state, arrays, run.rank);
+    // To a rank of this host, device arrays are offered through CUDA IPC (WEFT_STATE_IPC=0: never).
+    std::optional<detail::StateExport> exports;
+    const Environment* env = Environment::current();
+    const char* ipc = std::getenv("WEFT_STATE_IPC");
+    if (env && target.is_gpu() && !(ipc && std::string(ipc) == "0") &&
+        env->cluster().ranks.at(target.rank).host == env->cluster().ranks.at(run.rank).host)
+      exports.emplace(arrays);
+    const detail::StateExport* offered = exports ? &*exports : nullptr;
+    auto message = detail::encode_handover(state, arrays, run.rank, offered);
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(message), {}, true});
-    if (!arrays.empty() &&
-        !detail::send_state_arrays(*run.remote, arrays, target.rank, detail::state_channel(node.migration->id())))
+    if (!arrays.empty() && !detail::send_state_arrays(*run.remote, arrays, target.rank,
+                                                      detail::state_channel(node.migration->id()), offered))
       return false;
   } else {
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(state), std::move(arrays), false});

@@ -9,6 +9,13 @@
 #include "data/copy.hpp"
 #include "exec/device.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "weft/cuda.hpp"
+#endif
 
 namespace weft::detail {
 namespace {
@@ -41,7 +48,77 @@ struct Staging {
 
 int state_channel(int group) { return kFirstStateChannel + group; }
 
-std::vector<std::byte> encode_handover(std::span<const std::byte> bytes, const std::vector<Array>& arrays, int from) {
+#ifdef WEFT_HAVE_CUDA
+StateExport::StateExport(const std::vector<Array>& arrays) : entries_(arrays.size()) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(Entry::handle));
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const Array& a = arrays[i];
+    const Memory m = a.memory();
+    if (a.bytes() == 0 || m.is_host()) continue;
+    Entry& e = entries_[i];
+    bind_device(m.device_index);
+    void* memory = nullptr;
+    if (cudaMalloc(&memory, a.bytes()) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;  // sent through the host instead
+    }
+    e.memory = memory;
+    e.device = m.device_index;
+    void* stream = device_streams(m.device_index).compute;
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(memory, a.raw(), a.bytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    cudaIpcMemHandle_t handle;
+    if (cudaIpcGetMemHandle(&handle, memory) != cudaSuccess) {
+      (void)cudaGetLastError();
+      WEFT_CUDA_CHECK(cudaFree(memory));
+      e.memory = nullptr;
+      continue;
+    }
+    std::memcpy(e.handle, &handle, sizeof handle);
+  }
+}
+
+StateExport::~StateExport() {
+  for (const Entry& e : entries_)
+    if (e.memory) {
+      cudaSetDevice(e.device);
+      cudaFree(e.memory);
+    }
+}
+#else
+StateExport::StateExport(const std::vector<Array>&) {}
+StateExport::~StateExport() = default;
+#endif
+
+namespace {
+// Opens a peer's exported array and copies it into `to` (a device array of this rank); false if
+// CUDA IPC refuses (the peer then sends the data).
+bool copy_exported(const StateArrayInfo& info, Array& to, int device) {
+#ifdef WEFT_HAVE_CUDA
+  cudaIpcMemHandle_t handle;
+  std::memcpy(&handle, info.handle, sizeof handle);
+  bind_device(device);
+  void* from = nullptr;
+  if (cudaError_t e = cudaIpcOpenMemHandle(&from, handle, cudaIpcMemLazyEnablePeerAccess); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    logger("migration")->warn("CUDA IPC: cannot open a peer's state array ({}); it comes through the host",
+                              cudaGetErrorString(e));
+    return false;
+  }
+  void* stream = device_streams(device).h2d;
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(to.raw(), from, to.bytes(), cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  WEFT_CUDA_CHECK(cudaIpcCloseMemHandle(from));
+  return true;
+#else
+  (void)info, (void)to, (void)device;
+  return false;
+#endif
+}
+}  // namespace
+
+std::vector<std::byte> encode_handover(std::span<const std::byte> bytes, const std::vector<Array>& arrays, int from,
+                                       const StateExport* exports) {
   WireHeader h;
   h.from = from;
   h.bytes = bytes.size();
@@ -49,11 +126,16 @@ std::vector<std::byte> encode_handover(std::span<const std::byte> bytes, const s
   std::vector<std::byte> out(sizeof h + arrays.size() * sizeof(StateArrayInfo) + bytes.size());
   std::memcpy(out.data(), &h, sizeof h);
   std::byte* p = out.data() + sizeof h;
-  for (const Array& a : arrays) {
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const Array& a = arrays[k];
     StateArrayInfo info;
     info.dtype = static_cast<std::int32_t>(a.dtype());
     info.ndim = a.shape().ndim();
     for (int i = 0; i < info.ndim; ++i) info.dims[i] = a.shape()[i];
+    if (exports && exports->exported(k)) {
+      info.ipc = 1;
+      std::memcpy(info.handle, exports->entries_[k].handle, sizeof info.handle);
+    }
     std::memcpy(p, &info, sizeof info);
     p += sizeof info;
   }
@@ -79,7 +161,8 @@ void decode_handover(std::span<const std::byte> message, std::vector<std::byte>&
   bytes.assign(p, p + h.bytes);
 }
 
-bool send_state_arrays(RemoteLinks& remote, const std::vector<Array>& arrays, int peer, int channel) {
+bool send_state_arrays(RemoteLinks& remote, const std::vector<Array>& arrays, int peer, int channel,
+                       const StateExport* exports) {
   Staging st;
   int slot = 0;
   auto wait_slot = [&](int s) {
@@ -87,8 +170,14 @@ bool send_state_arrays(RemoteLinks& remote, const std::vector<Array>& arrays, in
     st.message[s].reset();
     return true;
   };
-  for (const Array& a : arrays) {
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const Array& a = arrays[k];
     if (a.bytes() == 0) continue;
+    if (exports && exports->exported(k)) {  // the peer copies it, then says so (0: send it)
+      std::uint8_t copied = 0;
+      if (!remote.wait(*remote.receive(&copied, 1, peer, channel))) return false;
+      if (copied) continue;
+    }
     const Memory m = a.memory();
     if (m.is_host()) {  // straight from the array
       auto msg = remote.send(a.raw(), a.bytes(), peer, channel);
@@ -122,6 +211,10 @@ bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>
     const auto type = static_cast<DType>(info.dtype);
     if (!place.is_gpu()) {
       Array a = Array::host(type, shape);
+      if (info.ipc && a.bytes()) {  // onto a CPU: through the host as ever
+        const std::uint8_t copied = 0;
+        if (!remote.wait(*remote.send(&copied, 1, peer, channel))) return false;
+      }
       if (a.bytes()) {
         auto msg = remote.receive(a.raw(), a.bytes(), peer, channel);
         if (!remote.wait(*msg)) return false;
@@ -132,6 +225,15 @@ bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>
     bind_device(place.device);
     void* stream = device_streams(place.device).h2d;
     Array a = Array::device(type, shape, place.device, stream);
+    if (info.ipc) {
+      const std::uint8_t copied = copy_exported(info, a, place.device) ? 1 : 0;
+      if (!remote.wait(*remote.send(&copied, 1, peer, channel))) return false;
+      if (copied) {
+        release_on_home(a);
+        out.push_back(std::move(a));
+        continue;
+      }
+    }
     auto* dst = static_cast<std::byte*>(a.raw());
     // Chunk k arrives in buffer k % 2 while chunk k - 1 is copied in.
     for (std::size_t off = 0; off < a.bytes(); off += kChunk) {

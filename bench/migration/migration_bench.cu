@@ -13,8 +13,9 @@
 // of GPU-resident state -> consumer; at token 20 it is moved to GPU B. The pause is the largest gap
 // between two outputs around the move minus the pace; target: <= one iteration period (the pace)
 // for S up to 256 MiB. The state travels as device arrays (Task::save_arrays): a peer copy in one
-// process, pinned chunks over MPI between ranks; the floor printed is S over the measured
-// host<->device bandwidth, twice between ranks (out of one GPU, into the other), once in a process.
+// process, CUDA IPC between ranks of one host, and for comparison (WEFT_STATE_IPC=0) pinned chunks
+// over MPI as between hosts; the floor printed is S over the measured host<->device bandwidth,
+// twice between ranks (out of one GPU, into the other), once in a process.
 #include <mpi.h>
 
 #include <algorithm>
@@ -283,8 +284,9 @@ int main(int argc, char** argv) {
           // GPU to GPU (peer copy at the host link's rate at worst).
           double floor = (from.rank == to.rank ? 1.0 : 2.0) * static_cast<double>(mib << 20) / bandwidth;
           bool moved = same(run.effective_mapping().at("sum"), to);
-          std::printf("part 2: %s -> %s, state %5zu MiB: pause %8.2f ms (floor %7.2f ms, ratio %.1f), %s\n",
-                      from.str().c_str(), to.str().c_str(), mib, pause * 1e3, floor * 1e3, floor > 0 ? pause / floor : 0.0,
+          const char* ipc = std::getenv("WEFT_STATE_IPC");
+          std::printf("part 2: %s -> %s%s, state %5zu MiB: pause %8.2f ms (floor %7.2f ms, ratio %.1f), %s\n",
+                      from.str().c_str(), to.str().c_str(), ipc && std::string(ipc) == "0" ? " via host" : "", mib, pause * 1e3, floor * 1e3, floor > 0 ? pause / floor : 0.0,
                       moved ? "moved" : "NOT MOVED");
           pauses.push_back({{"state_mib", mib}, {"pause_ms", pause * 1e3}, {"floor_ms", floor * 1e3},
                             {"period_ms", kPaceMs}, {"moved", moved}});
@@ -298,18 +300,29 @@ int main(int argc, char** argv) {
     }
     return pauses;
   };
-  double worst_ranks = 0, worst_process = 0;
+  double worst_ranks = 0, worst_process = 0, worst_staged = 0;
   nlohmann::json across = pause_sweep(a, b, worst_ranks);
+  nlohmann::json staged;  // the same between ranks through the host (what another host would get)
+  if (a.rank != b.rank) {
+    setenv("WEFT_STATE_IPC", "0", 1);
+    staged = pause_sweep(a, b, worst_staged);
+    unsetenv("WEFT_STATE_IPC");
+  }
   nlohmann::json within;
   if (a.rank != b.rank && env.cluster().ranks[0].gpus.size() >= 2)
     within = pause_sweep(a, Place::cuda(1, 0), worst_process);
   if (rank == 0) {
-    const char* path = "save_arrays(): the device arrays themselves; between ranks copied out in 16 MiB chunks to "
-                       "pinned buffers, MPI, copied in, pipelined; in one process a peer copy";
+    const char* path = "save_arrays(): the device arrays themselves; between ranks of one host through CUDA IPC "
+                       "(the receiver copies an exported copy GPU to GPU); in one process a peer copy";
     result.metric("pause", {{"host_device_bandwidth", bandwidth}, {"points", across}, {"from", a.str()},
                             {"to", b.str()}, {"path", path}});
     const std::string key = a.rank != b.rank ? "between_ranks" : "one_process";
     result.target("pause_upto_256MiB_over_period_" + key, worst_ranks / (kPaceMs * 1e-3), 1.0, false);
+    if (!staged.is_null())
+      result.metric("pause_between_ranks_through_host",
+                    {{"points", staged}, {"path", "WEFT_STATE_IPC=0: 16 MiB chunks copied out to pinned buffers, MPI, "
+                                                  "copied in, pipelined (the path between hosts)"},
+                     {"worst_upto_256MiB_ms", worst_staged * 1e3}});
     if (!within.is_null()) {
       result.metric("pause_one_process", {{"points", within}, {"from", a.str()}, {"to", Place::cuda(1, 0).str()}});
       result.target("pause_upto_256MiB_over_period_one_process", worst_process / (kPaceMs * 1e-3), 1.0, false);

@@ -48,6 +48,62 @@ TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
   }
 }
 
+// Two NCCL edges between the same two ranks, each carrying different data (and arrays of
+// different lengths): NCCL matches sends and receives between two ranks in the order they were
+// issued, so both ranks must issue them in one order whatever the edges' threads do.
+TEST(DistributedGpu, TwoNcclEdgesBetweenTheSameRanksKeepTheirData) {
+  for (const auto& r : env->cluster().ranks)
+    if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";
+  if (env->size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr std::uint64_t kTokens = 2000;
+  constexpr std::int64_t kLong = 8192, kShort = 1024;
+  int last = env->size() - 1;
+  int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
+  auto rec1 = std::make_shared<tasks::Collect::Record>();
+  auto rec2 = std::make_shared<tasks::Collect::Record>();
+  Graph g;
+  auto& src1 = g.add<tasks::ArraySource>("source1", kTokens, kLong);
+  auto& src2 = g.add<tasks::ArraySource>("source2", kTokens, kShort);
+  auto& a1 = g.add<tasks::Affine>("a1", 2.0f, 1.0f);
+  auto& a2 = g.add<tasks::Affine>("a2", 3.0f, -1.0f);
+  auto& b1 = g.add<tasks::Affine>("b1", 0.5f, -3.0f);
+  auto& b2 = g.add<tasks::Affine>("b2", -1.0f, 4.0f);
+  auto& sink1 = g.add<tasks::Collect>("sink1", rec1);
+  auto& sink2 = g.add<tasks::Collect>("sink2", rec2);
+  g.connect(src1.out, a1.in);
+  g.connect(src2.out, a2.in);
+  g.connect(a1.out, b1.in);
+  g.connect(a2.out, b2.in);
+  g.connect(b1.out, sink1.in);
+  g.connect(b2.out, sink2.in);
+  Mapping m;
+  m.set("source1", Place::host(0));
+  m.set("source2", Place::host(0));
+  m.set("a1", Place::cuda(0, 0));
+  m.set("a2", Place::cuda(0, 0));
+  m.set("b1", Place::cuda(second_gpu, last));
+  m.set("b2", Place::cuda(second_gpu, last));
+  m.set("sink1", Place::host(last));
+  m.set("sink2", Place::host(last));
+  Executor ex({.channel_capacity = 3});
+  RunHandle run = ex.run(g, m);
+  run.wait();
+  if (env->rank() == 0) std::printf("%d edge(s) through NCCL\n", run.stats().nccl_edges);
+  if (env->rank() != last) return;
+  ASSERT_EQ(rec1->indices.size(), kTokens);
+  ASSERT_EQ(rec2->indices.size(), kTokens);
+  for (std::uint64_t k = 0; k < kTokens; ++k) {
+    ASSERT_EQ(rec1->indices[k], k);
+    ASSERT_EQ(rec2->indices[k], k);
+    ASSERT_EQ(rec1->arrays[k].size(), static_cast<std::size_t>(kLong)) << "token " << k;
+    ASSERT_EQ(rec2->arrays[k].size(), static_cast<std::size_t>(kShort)) << "token " << k;
+    for (std::int64_t i = 0; i < kShort; i += 127) {
+      ASSERT_EQ(rec1->arrays[k][i], test::expected(k, i, kLong, 2.0f, 1.0f, 0.5f, -3.0f)) << "token " << k;
+      ASSERT_EQ(rec2->arrays[k][i], test::expected(k, i, kShort, 3.0f, -1.0f, -1.0f, 4.0f)) << "token " << k;
+    }
+  }
+}
+
 TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
   for (const auto& r : env->cluster().ranks)
     if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";

@@ -559,8 +559,9 @@ void drive(State& run, Node& node) {
 }
 
 // Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
-// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
-// cycle between ranks (sends and receives share one NCCL stream per rank).
+// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), at most one
+// edge per ordered pair of ranks (see below), and no cycle between ranks (sends and receives
+// share one NCCL stream per rank).
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -579,6 +580,11 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
+    // One NCCL edge per pair of ranks: NCCL matches the sends and receives between two ranks in
+    // the order each rank issued them, and two edges' threads would issue them in different orders
+    // on the two sides (their tokens swapped, or a hang where sizes differ). Further edges between
+    // the same two ranks go through MPI.
+    if (links.count({a.rank, b.rank})) continue;
     auto bind = [&](int rank, int device) {
       if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
       return device_of_rank[rank] == device;

@@ -93,7 +93,8 @@ class Task {
   /// State kept in arrays on the task's place (device memory on a GPU), handed over beside
   /// save()'s bytes at the same token boundary: the runtime moves them itself (a peer copy
   /// between GPUs of one process, a copy to or from the host when the task moves between a CPU
-  /// and a GPU, pinned copies pipelined with MPI between ranks), so that a large device-resident
+  /// and a GPU, a GPU-to-GPU copy through CUDA IPC between ranks of one host, pinned copies
+  /// pipelined with MPI between hosts), so that a large device-resident
   /// state never goes through a byte vector. After save_arrays() the task no longer owns them;
   /// load_arrays() receives them, in the same order, on the new place (host arrays on a CPU),
   /// after load(). Ready to use: the copies are complete.

@@ -386,6 +386,10 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
                                "farm on 1 device; runtime_share = 1 - (stages_seconds / n) / seconds_per_frame, with stages_seconds the "
                                "fused GPU stages alone on device 0");
   result.metric(key + "_stages_seconds", stages);
+  // Which build and command this table comes from (the file's top-level ones are this run's too,
+  // but the tables merged from earlier runs keep theirs).
+  result.metric(key + "_commit", result.json()["commit"]);
+  result.metric(key + "_command", result.json()["command"]);
   // The issue: the automatic mapper at least as fast as the best hand-written mapping.
   result.target(ranks ? "auto_over_best_hand_written_ranks" : "auto_over_best_hand_written",
                 best_hand > 0 ? automatic_fps / best_hand : 0.0, 1.0, true);

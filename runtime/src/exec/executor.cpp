@@ -559,9 +559,9 @@ void drive(State& run, Node& node) {
 }
 
 // Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
-// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), at most one
-// edge per ordered pair of ranks (see below), and no cycle between ranks (sends and receives
-// share one NCCL stream per rank).
+// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
+// cycle between ranks (sends and receives share one NCCL stream per rank). Several edges between
+// two ranks keep one order of sends and receives (remote.cpp, NcclOrder).
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -576,15 +576,16 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const detail::Vertex& to = plan.vertices[plan.links[i].to];
     Place a = from.place, b = to.place;
     if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
-    if (!from.moves_data() || !to.moves_data()) continue;
+    // Arrays on the GPU of each end: a computing task's, or those a migratable task's router or
+    // merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when it is
+    // sent goes through the host (remote.cpp checks each one).
+    auto on_gpu = [](const detail::Vertex& v) {
+      return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
+    };
+    if (!on_gpu(from) || !on_gpu(to)) continue;
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
-    // One NCCL edge per pair of ranks: NCCL matches the sends and receives between two ranks in
-    // the order each rank issued them, and two edges' threads would issue them in different orders
-    // on the two sides (their tokens swapped, or a hang where sizes differ). Further edges between
-    // the same two ranks go through MPI.
-    if (links.count({a.rank, b.rank})) continue;
     auto bind = [&](int rank, int device) {
       if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
       return device_of_rank[rank] == device;

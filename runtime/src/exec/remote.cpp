@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -41,6 +42,7 @@ int tag_for(int run, int low) { return ((run % 2048) << 18) | low; }
 int control_tag(int run) { return tag_for(run, 1); }
 int trace_tag(int run) { return tag_for(run, 2); }
 int message_tag(int run) { return tag_for(run, 3); }
+int nccl_order_tag(int run) { return tag_for(run, 4); }
 int edge_tag_in(int run, int edge, int kind) { return tag_for(run, 16 + 4 * edge + kind); }  // 0 header, 1 payload, 2 credit
 int message_tag(int run, int channel) { return tag_for(run, 16 + 4 * channel + 3); }  // kind 3: outside edges
 
@@ -54,6 +56,19 @@ struct Header {
   std::uint64_t bytes = 0;
   std::int32_t nccl = 0;  // payload follows through NCCL, device to device
   std::int32_t marker = 0;  // Token::marker (migration)
+};
+
+// NCCL matches the sends and receives between two ranks in the order each side issued them. A
+// rank issues its NCCL sends to a peer one at a time, each followed by one of these on a single
+// MPI tag (MPI keeps their order), and the peer issues its receives in that order from one
+// thread, then hands each array to its edge's receiver: edges' threads never race for the order.
+struct NcclOrder {
+  std::int32_t edge = -1;  // -1: no more NCCL sends from this rank in this run
+  std::int32_t dtype = 0;
+  std::int32_t ndim = 0;
+  std::int32_t pad = 0;
+  std::int64_t dims[3] = {0, 0, 0};
+  std::uint64_t index = 0;
 };
 
 // Header of a message (MessageLinks); box < 0 closes the peer's receiver at the end of a run.
@@ -103,6 +118,17 @@ struct RemoteLinks::Impl {
   bool messages_closed = false;
   std::mutex post_mutex;  // a message's header and payload are submitted together
   TraceRecorder* trace = nullptr;  // set before the links start
+  // NCCL (see NcclOrder): a send and its order message go together; per peer, this rank's NCCL
+  // edges still sending (the last one to end says "no more"); per peer sending through NCCL
+  // here, the arrays received for each edge, in order.
+  std::mutex nccl_order;
+  std::map<int, int> nccl_senders;
+  struct NcclInbox {
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::map<int, std::deque<std::pair<Array, std::shared_ptr<Event>>>> edges;
+  };
+  std::map<int, std::shared_ptr<NcclInbox>> nccl_inboxes;
 
   std::shared_ptr<Op> submit(bool send, void* buffer, std::size_t bytes, int peer, int tag, std::shared_ptr<void> keep = {}) {
     auto op = std::make_shared<Op>();
@@ -331,6 +357,7 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
     if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL send (GPU)");
   }
   int capacity = impl->options.channel_capacity;
+  if (nccl) ++impl->nccl_senders[to];
   impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane] {
     try {
       int credits = 0;
@@ -364,7 +391,8 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
         std::shared_ptr<void> keep;
         void* data = nullptr;
         Array direct;  // sent through NCCL after the header
-        if (auto* a = std::get_if<Array>(&t.value); a && nccl && !a->memory().is_host()) {
+        if (auto* a = std::get_if<Array>(&t.value);
+            a && nccl && !a->memory().is_host() && a->memory().device_index == nccl_device()) {
           header->dtype = static_cast<int>(a->dtype());
           header->ndim = a->shape().ndim();
           for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
@@ -404,7 +432,17 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
         if (header->nccl) {
           GpuInterval interval;
           const double n0 = impl->trace ? impl->trace->now_us() : 0;
-          nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
+          {
+            auto order = std::make_shared<NcclOrder>();
+            order->edge = id;
+            order->dtype = header->dtype;
+            order->ndim = header->ndim;
+            std::copy(std::begin(header->dims), std::end(header->dims), order->dims);
+            order->index = t.index;
+            std::lock_guard in_order(impl->nccl_order);
+            nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
+            ops.push_back(impl->submit(true, order.get(), sizeof *order, to, nccl_order_tag(impl->run), order));
+          }
           if (impl->trace) {
             impl->trace->add({"ncclSend call", "send", lane, t.index, n0, impl->trace->now_us() - n0});
             impl->trace->add_gpu({"ncclSend to rank " + std::to_string(to), "send", gpu_lane(lane), t.index, interval});
@@ -431,6 +469,14 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
         }
         if (t.end) {
           for (auto& [event, array] : nccl_in_flight) event->synchronize();
+          if (nccl) {
+            std::lock_guard in_order(impl->nccl_order);
+            if (--impl->nccl_senders[to] == 0) {  // the last NCCL edge to this peer: no more
+              auto last = std::make_shared<NcclOrder>();
+              auto op = impl->submit(true, last.get(), sizeof *last, to, nccl_order_tag(impl->run), last);
+              if (!impl->wait(op)) return;
+            }
+          }
           return;
         }
       }
@@ -450,7 +496,39 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": receive from rank " + std::to_string(from));
     if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL receive (GPU)");
   }
-  impl->bodies.push_back([impl, sink, from, id, capacity, lane] {
+  std::shared_ptr<Impl::NcclInbox> inbox;
+  if (nccl) {
+    auto& box = impl->nccl_inboxes[from];
+    if (!box) {  // the first NCCL edge from this peer: one thread issues every receive from it
+      box = std::make_shared<Impl::NcclInbox>();
+      impl->bodies.push_back([impl, from, box] {
+        try {
+          while (true) {
+            auto order = std::make_shared<NcclOrder>();
+            if (!impl->wait(impl->submit(false, order.get(), sizeof *order, from, nccl_order_tag(impl->run), order))) return;
+            if (order->edge < 0) return;
+            const Shape shape = shape_from(order->ndim, order->dims, "NCCL order message");
+            std::shared_ptr<Event> done;
+            GpuInterval interval;
+            Array a = nccl_recv(static_cast<DType>(order->dtype), shape, from, done, impl->trace ? &interval : nullptr);
+            if (impl->trace)
+              impl->trace->add_gpu({"ncclRecv from rank " + std::to_string(from), "recv",
+                                    gpu_lane(link_lane(order->edge, true)), order->index, interval});
+            {
+              std::lock_guard lock(box->mutex);
+              box->edges[order->edge].emplace_back(std::move(a), std::move(done));
+            }
+            box->arrived.notify_all();
+          }
+        } catch (...) {
+          impl->fail_local(std::current_exception());
+        }
+      });
+    }
+    inbox = box;
+    (void)inbox->edges[id];  // made before the threads start
+  }
+  impl->bodies.push_back([impl, sink, from, id, capacity, lane, inbox] {
     try {
       auto grant = [&](int n) {
         auto c = std::make_shared<std::int32_t>(n);
@@ -472,11 +550,20 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         if (!t.end) {
           if (h.kind == 1) {
             Shape shape = shape_from(h.ndim, h.dims, "token header");
-            if (h.nccl) {
-              GpuInterval interval;
-              t.value = nccl_recv(static_cast<DType>(h.dtype), shape, from, t.ready, impl->trace ? &interval : nullptr);
-              if (impl->trace)
-                impl->trace->add_gpu({"ncclRecv from rank " + std::to_string(from), "recv", gpu_lane(lane), t.index, interval});
+            if (h.nccl) {  // received by the peer's NCCL thread, in its order
+              if (!inbox) throw Error("internal: an NCCL token on edge " + std::to_string(id) + ", not an NCCL edge");
+              std::unique_lock lock(inbox->mutex);
+              auto& arrived = inbox->edges.at(id);
+              while (arrived.empty()) {
+                if (impl->cancelled) return;
+                inbox->arrived.wait_for(lock, std::chrono::milliseconds(10));
+              }
+              auto [a, done] = std::move(arrived.front());
+              arrived.pop_front();
+              lock.unlock();
+              if (a.shape() != shape) throw Error("internal: NCCL array of another shape on edge " + std::to_string(id));
+              t.value = std::move(a);
+              t.ready = std::move(done);
             } else {
               Array a = Array::host(static_cast<DType>(h.dtype), shape);
               if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1),

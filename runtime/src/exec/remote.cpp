@@ -59,7 +59,7 @@ struct Header {
 };
 
 // NCCL matches the sends and receives between two ranks in the order each side issued them. A
-// rank issues its NCCL sends to a peer one at a time, each followed by one of these on a single
+// rank issues its NCCL sends to a peer one at a time, each announced by one of these on a single
 // MPI tag (MPI keeps their order), and the peer issues its receives in that order from one
 // thread, then hands each array to its edge's receiver: edges' threads never race for the order.
 struct NcclOrder {
@@ -439,9 +439,11 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
             order->ndim = header->ndim;
             std::copy(std::begin(header->dims), std::end(header->dims), order->dims);
             order->index = t.index;
+            // The order message first: NCCL may only finish queueing a send (its first one to a
+            // peer connects) once the peer issues the receive, which waits for that message.
             std::lock_guard in_order(impl->nccl_order);
-            nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
             ops.push_back(impl->submit(true, order.get(), sizeof *order, to, nccl_order_tag(impl->run), order));
+            nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
           }
           if (impl->trace) {
             impl->trace->add({"ncclSend call", "send", lane, t.index, n0, impl->trace->now_us() - n0});

@@ -92,8 +92,9 @@ TEST(DistributedGpu, TwoNcclEdgesBetweenTheSameRanksKeepTheirData) {
     std::printf("%d edge(s) through NCCL\n", run.stats().nccl_edges);
     const auto& ranks = env->cluster().ranks;
     if (ranks.front().host == ranks.back().host &&
-        ranks.front().gpus.front().uuid != ranks.back().gpus.at(second_gpu).uuid)
+        ranks.front().gpus.front().uuid != ranks.back().gpus.at(second_gpu).uuid) {
       EXPECT_EQ(run.stats().nccl_edges, 2) << "both edges through NCCL";
+    }
   }
   if (env->rank() != last) return;
   ASSERT_EQ(rec1->indices.size(), kTokens);

@@ -12,6 +12,24 @@ using namespace weft;
 using weft::test::env;
 
 
+namespace {
+/// Every token once, in order, each the running sum of 2x + 1 over the source's tokens so far
+/// (bit-identical: the GPU adds in the same order as this loop).
+void check_running_sum(const tasks::Collect::Record& rec, std::uint64_t tokens, std::int64_t length) {
+  ASSERT_EQ(rec.indices.size(), tokens);
+  std::vector<float> total(length, 0.0f);
+  for (std::uint64_t k = 0; k < tokens; ++k) {
+    ASSERT_EQ(rec.indices[k], k);
+    for (std::int64_t i = 0; i < length; ++i) {
+      total[i] += std::fma(2.0f, tasks::ArraySource::value(k, i, length), 1.0f);
+      if (i % 997 == 0) {
+        ASSERT_EQ(rec.arrays[k][i], total[i]) << "token " << k << " element " << i;
+      }
+    }
+  }
+}
+}  // namespace
+
 TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
   std::vector<Place> places;
   for (const auto& r : env->cluster().ranks)
@@ -53,17 +71,7 @@ TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
     EXPECT_GE(run.stats().migrations, 1u);
   }
   if (env->rank() != last) return;
-  ASSERT_EQ(rec->indices.size(), kTokens);
-  std::vector<float> total(kLength, 0.0f);
-  for (std::uint64_t k = 0; k < kTokens; ++k) {
-    ASSERT_EQ(rec->indices[k], k);
-    for (std::int64_t i = 0; i < kLength; ++i) {
-      total[i] += std::fma(2.0f, tasks::ArraySource::value(k, i, kLength), 1.0f);
-      if (i % 997 == 0) {
-        ASSERT_EQ(rec->arrays[k][i], total[i]) << "token " << k << " element " << i;
-      }
-    }
-  }
+  check_running_sum(*rec, kTokens, kLength);
 }
 
 // The same running sum between GPU tasks: its router sits with a GPU producer on rank 0, its
@@ -112,19 +120,10 @@ TEST(MigrationGpu, MovesWhileItsTokensTravelThroughNccl) {
     EXPECT_GE(run.stats().migrations, 1u);
     const auto& ranks = env->cluster().ranks;
     if (ranks.size() > 1 && ranks.front().host == ranks.back().host &&
-        ranks.front().gpus.front().uuid != ranks.back().gpus.back().uuid)
+        ranks.front().gpus.front().uuid != ranks.back().gpus.back().uuid) {
       EXPECT_GE(run.stats().nccl_edges, 2) << "router to the instance on the last rank, first instance to merger";
-  }
-  if (env->rank() != last) return;
-  ASSERT_EQ(rec->indices.size(), kTokens);
-  std::vector<float> total(kLength, 0.0f);
-  for (std::uint64_t k = 0; k < kTokens; ++k) {
-    ASSERT_EQ(rec->indices[k], k);
-    for (std::int64_t i = 0; i < kLength; ++i) {
-      total[i] += std::fma(2.0f, tasks::ArraySource::value(k, i, kLength), 1.0f);
-      if (i % 997 == 0) {
-        ASSERT_EQ(rec->arrays[k][i], total[i]) << "token " << k << " element " << i;
-      }
     }
   }
+  if (env->rank() != last) return;
+  check_running_sum(*rec, kTokens, kLength);
 }

@@ -13,6 +13,13 @@ using weft::test::env;
 
 
 namespace {
+std::vector<Place> every_gpu() {
+  std::vector<Place> places;
+  for (const auto& r : env->cluster().ranks)
+    for (const auto& g : r.gpus) places.push_back(Place::cuda(g.index, r.rank));
+  return places;
+}
+
 /// Every token once, in order, each the running sum of 2x + 1 over the source's tokens so far
 /// (bit-identical: the GPU adds in the same order as this loop).
 void check_running_sum(const tasks::Collect::Record& rec, std::uint64_t tokens, std::int64_t length) {
@@ -31,9 +38,7 @@ void check_running_sum(const tasks::Collect::Record& rec, std::uint64_t tokens, 
 }  // namespace
 
 TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
-  std::vector<Place> places;
-  for (const auto& r : env->cluster().ranks)
-    for (const auto& g : r.gpus) places.push_back(Place::cuda(g.index, r.rank));
+  std::vector<Place> places = every_gpu();
   if (places.size() < 2) GTEST_SKIP() << "needs two GPUs in the job, found " << places.size();
   places.push_back(Place::host(0));  // GPU <-> CPU moves too
   constexpr std::uint64_t kTokens = 3000;
@@ -79,9 +84,7 @@ TEST(MigrationGpu, StatefulGpuTaskMovesBetweenGpusAndRanksBitIdentical) {
 // tokens into and out of the moving task travel through NCCL (several edges between the same
 // two ranks), while it moves at random between every GPU of every rank.
 TEST(MigrationGpu, MovesWhileItsTokensTravelThroughNccl) {
-  std::vector<Place> places;
-  for (const auto& r : env->cluster().ranks)
-    for (const auto& g : r.gpus) places.push_back(Place::cuda(g.index, r.rank));
+  std::vector<Place> places = every_gpu();
   if (places.size() < 2) GTEST_SKIP() << "needs two GPUs in the job, found " << places.size();
   constexpr std::uint64_t kTokens = 3000;
   constexpr std::int64_t kLength = 4096;

@@ -90,6 +90,33 @@ double BalanceModel::cost_at(int group, int candidate) const {
   return best * slowdown(g.places[candidate]);
 }
 
+std::string BalanceModel::view() const {
+  std::string view = "load";
+  char number[32];
+  auto ms = [&](double seconds) {
+    std::snprintf(number, sizeof number, "%.3f", seconds * 1e3);
+    return number;
+  };
+  for (const auto& [p, l] : last_load_) view.append(" ").append(p.str()).append("=").append(ms(l));
+  for (const auto& [g, cur] : last_current_) {
+    const GroupPlan& gp = plan_.groups[g];
+    view.append("; ").append(gp.task->name()).append(":");
+    for (std::size_t i = 0; i < gp.places.size(); ++i) {
+      auto it = cost_.find(gp.instances[i]);
+      const bool measured = it != cost_.end() && it->second.measured;
+      const double c = cost_at(g, static_cast<int>(i));
+      view.append(static_cast<int>(i) == cur ? " *" : " ").append(gp.places[i].str()).append("=");
+      if (c < 0) {
+        view.append("?");
+      } else {
+        if (!measured) view.append("~");
+        view.append(ms(c));
+      }
+    }
+  }
+  return view;
+}
+
 std::vector<Move> BalanceModel::step(const std::vector<ActorSample>& actors, const std::map<int, int>& current_in,
                                      double now) {
   double dt = now - last_now_;
@@ -132,24 +159,8 @@ std::vector<Move> BalanceModel::step(const std::vector<ActorSample>& actors, con
     return it == load.end() ? std::pair<Place, double>{Place{}, 0.0} : std::pair<Place, double>{it->first, it->second};
   };
   iteration_ = bottleneck().second;
-  view_ = "load";
-  auto ms = [](double seconds) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.3f", seconds * 1e3);
-    return std::string(b);
-  };
-  for (const auto& [p, l] : load) view_ += " " + p.str() + "=" + ms(l);
-  for (const auto& [g, cur] : current) {
-    const GroupPlan& gp = plan_.groups[g];
-    view_ += "; " + gp.task->name() + ":";
-    for (std::size_t i = 0; i < gp.places.size(); ++i) {
-      auto it = cost_.find(gp.instances[i]);
-      bool measured = it != cost_.end() && it->second.measured;
-      double c = cost_at(g, static_cast<int>(i));
-      view_ += std::string(static_cast<int>(i) == cur ? " *" : " ") + gp.places[i].str() + "=" +
-               (c < 0 ? "?" : (measured ? "" : "~") + ms(c));
-    }
-  }
+  last_load_ = load;
+  last_current_ = current;
 
   for (auto& [g, n] : cooldown_) n = std::max(0, n - 1);
   for (auto& [g, l] : left_) ++l.second;

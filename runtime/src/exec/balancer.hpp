@@ -66,7 +66,8 @@ class BalanceModel {
   [[nodiscard]] double throughput() const noexcept { return throughput_; }
   /// What the last step saw, for the debug log: per place its load, per migratable task its cost
   /// where it runs and where it could run (measured, or ~ predicted; ? unknown), in ms per token.
-  [[nodiscard]] const std::string& view() const noexcept { return view_; }
+  /// Built only when asked (the debug log): the step keeps its loads and current places.
+  [[nodiscard]] std::string view() const;
 
  private:
   struct Cost {
@@ -87,7 +88,8 @@ class BalanceModel {
   std::map<int, int> cooldown_;               // per group: periods left
   std::map<int, std::pair<int, int>> left_;   // per group: (candidate it left, periods ago)
   double iteration_ = 0, throughput_ = 0;
-  std::string view_;
+  std::map<Place, double> last_load_;  // of the last step, for view()
+  std::map<int, int> last_current_;
   double last_now_ = 0;
 };
 

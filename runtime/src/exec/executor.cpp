@@ -729,7 +729,8 @@ void run_balancer(State& run) {
       std::map<int, int> current(all.current.begin(), all.current.end());
       double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
       auto moves = model.step(all.actors, current, now);
-      log->debug("t={:.3f} s: {:.1f} tokens/s; {}", now, model.throughput(), model.view());
+      if (log->should_log(spdlog::level::debug))
+        log->debug("t={:.3f} s: {:.1f} tokens/s; {}", now, model.throughput(), model.view());
       recent[1] = recent[0];
       recent[0] = model.throughput();
       std::lock_guard lock(run.balance_mutex);

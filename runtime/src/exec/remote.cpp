@@ -472,12 +472,15 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
         if (t.end) {
           for (auto& [event, array] : nccl_in_flight) event->synchronize();
           if (nccl) {
-            std::lock_guard in_order(impl->nccl_order);
-            if (--impl->nccl_senders[to] == 0) {  // the last NCCL edge to this peer: no more
-              auto last = std::make_shared<NcclOrder>();
-              auto op = impl->submit(true, last.get(), sizeof *last, to, nccl_order_tag(impl->run), last);
-              if (!impl->wait(op)) return;
+            std::shared_ptr<Op> op;
+            {
+              std::lock_guard in_order(impl->nccl_order);
+              if (--impl->nccl_senders[to] == 0) {  // the last NCCL edge to this peer: no more
+                auto last = std::make_shared<NcclOrder>();
+                op = impl->submit(true, last.get(), sizeof *last, to, nccl_order_tag(impl->run), last);
+              }
             }
+            if (op && !impl->wait(op)) return;
           }
           return;
         }

@@ -280,8 +280,12 @@ Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_pt
 // A migratable task's instance takes the task over: it waits for the state the previous place
 // handed over, starts and loads it. False if the run was cancelled first.
 bool take_over(State& run, Node& node, FiringContext& ctx) {
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  const auto waited = Clock::now();
   detail::Handover state;
   if (!node.migration->handover(node.instance).take(state)) return false;
+  const auto arrived = Clock::now();
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   std::vector<Array> arrays;
   if (state.wire) {  // from another rank: the arrays' data follows the message
@@ -296,12 +300,16 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
   } else {
     arrays = detail::move_state_arrays(std::move(state.arrays), node.place);
   }
+  const auto copied = Clock::now();
   node.task->start(ctx);
   if (node.task->stateful()) {
     node.task->load(state.bytes);
     node.task->load_arrays(std::move(arrays));
   }
   node.active = true;
+  logger("migration")->debug("{}: took over on {}: state waited for {:.2f} ms, its arrays in {:.2f} ms, started and "
+                             "loaded in {:.2f} ms", node.task->name(), node.place.str(), ms(waited, arrived),
+                             ms(arrived, copied), ms(copied, Clock::now()));
   if (run.trace.enabled()) run.trace.add({"take over", "migration", node.lane, 0, t0, run.trace.now_us() - t0});
   return true;
 }
@@ -309,6 +317,9 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
 // The end of this instance's epoch (after its last token, whose work is complete): save the
 // state, stop, hand the state to candidate `to` and pass the marker on to the merger.
 bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, int to) {
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  const auto begun = Clock::now();
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   std::vector<std::byte> state;
   std::vector<Array> arrays;
@@ -327,6 +338,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
   logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state, {} arrays)", node.task->name(),
                              node.place.str(), target.str(), index, bytes, arrays.size());
   node.state_bytes = bytes;
+  const auto saved = Clock::now();
   if (target.rank != run.rank && run.remote) {
     // To a rank of this host, device arrays are offered through CUDA IPC (WEFT_STATE_IPC=0: never).
     std::optional<detail::StateExport> exports;
@@ -335,12 +347,16 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
     if (env && target.is_gpu() && !(ipc && std::string(ipc) == "0") &&
         env->cluster().ranks.at(target.rank).host == env->cluster().ranks.at(run.rank).host)
       exports.emplace(arrays);
+    const auto exported = Clock::now();
     const detail::StateExport* offered = exports ? &*exports : nullptr;
     auto message = detail::encode_handover(state, arrays, run.rank, offered);
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(message), {}, true});
     if (!arrays.empty() && !detail::send_state_arrays(*run.remote, arrays, target.rank,
                                                       detail::state_channel(node.migration->id()), offered))
       return false;
+    logger("migration")->debug("{}: handed over to {}: saved and stopped in {:.2f} ms, exported in {:.2f} ms, sent "
+                               "(or copied by the peer) in {:.2f} ms", node.task->name(), target.str(),
+                               ms(begun, saved), ms(saved, exported), ms(exported, Clock::now()));
   } else {
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(state), std::move(arrays), false});
   }

@@ -1,6 +1,7 @@
 #include "exec/state_transfer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -23,6 +24,10 @@ namespace {
 constexpr std::uint32_t kMagic = 0x57535431;  // "WST1"
 constexpr std::size_t kChunk = std::size_t(16) << 20;  // staging chunk of device arrays
 constexpr int kFirstStateChannel = 50000;              // halo channels are numbered from 0
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 struct WireHeader {
   std::uint32_t magic = kMagic;
@@ -57,16 +62,20 @@ StateExport::StateExport(const std::vector<Array>& arrays) : entries_(arrays.siz
     if (a.bytes() == 0 || m.is_host()) continue;
     Entry& e = entries_[i];
     bind_device(m.device_index);
+    const auto begun = std::chrono::steady_clock::now();
     void* memory = nullptr;
     if (cudaMalloc(&memory, a.bytes()) != cudaSuccess) {
       (void)cudaGetLastError();
       continue;  // sent through the host instead
     }
+    const auto allocated = std::chrono::steady_clock::now();
     e.memory = memory;
     e.device = m.device_index;
     void* stream = device_streams(m.device_index).compute;
     WEFT_CUDA_CHECK(cudaMemcpyAsync(memory, a.raw(), a.bytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    logger("migration")->debug("CUDA IPC export of {} bytes: allocated in {:.2f} ms, copied in {:.2f} ms", a.bytes(),
+                               ms_between(begun, allocated), ms_between(allocated, std::chrono::steady_clock::now()));
     cudaIpcMemHandle_t handle;
     if (cudaIpcGetMemHandle(&handle, memory) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -98,6 +107,7 @@ bool copy_exported(const StateArrayInfo& info, Array& to, int device) {
   cudaIpcMemHandle_t handle;
   std::memcpy(&handle, info.handle, sizeof handle);
   bind_device(device);
+  const auto begun = std::chrono::steady_clock::now();
   void* from = nullptr;
   if (cudaError_t e = cudaIpcOpenMemHandle(&from, handle, cudaIpcMemLazyEnablePeerAccess); e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -105,10 +115,15 @@ bool copy_exported(const StateArrayInfo& info, Array& to, int device) {
                               cudaGetErrorString(e));
     return false;
   }
+  const auto opened = std::chrono::steady_clock::now();
   void* stream = device_streams(device).h2d;
   WEFT_CUDA_CHECK(cudaMemcpyAsync(to.raw(), from, to.bytes(), cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  const auto copied = std::chrono::steady_clock::now();
   WEFT_CUDA_CHECK(cudaIpcCloseMemHandle(from));
+  logger("migration")->debug("CUDA IPC: {} bytes opened in {:.2f} ms, copied in {:.2f} ms, closed in {:.2f} ms",
+                             to.bytes(), ms_between(begun, opened), ms_between(opened, copied),
+                             ms_between(copied, std::chrono::steady_clock::now()));
   return true;
 #else
   (void)info, (void)to, (void)device;
@@ -262,11 +277,16 @@ std::vector<Array> move_state_arrays(std::vector<Array> arrays, const Place& pla
     }
     if (!m.is_host() && m.device_index == place.device) continue;
     bind_device(place.device);
+    const auto begun = std::chrono::steady_clock::now();
     std::shared_ptr<Event> done;
     void* stream = device_streams(place.device).h2d;
     Array moved = m.is_host() ? copy_to_device(a, place.device, stream, done)
                               : copy_between_devices(a, place.device, stream, nullptr, done);
+    const auto queued = std::chrono::steady_clock::now();
     done->synchronize();
+    logger("migration")->debug("state array of {} bytes onto {}: allocated and queued in {:.2f} ms, copied in {:.2f} ms",
+                               a.bytes(), place.str(), ms_between(begun, queued),
+                               ms_between(queued, std::chrono::steady_clock::now()));
     release_on_home(moved);
     a = std::move(moved);
   }

@@ -271,7 +271,11 @@ int main(int argc, char** argv) {
         m.set("producer", Place::host(0));
         m.set("sum", from);
         m.set("consumer", Place::host(last));
-        Executor ex({.channel_capacity = 4});
+        ExecutorOptions options{.channel_capacity = 4};
+        if (const char* dir = std::getenv("WEFT_MIGRATION_TRACE"); dir && *dir)  // a timeline of each move
+          options.trace_file = std::string(dir) + "/pause_" + std::to_string(from.rank) + "_" + std::to_string(to.rank) +
+                               (std::getenv("WEFT_STATE_IPC") ? "_host" : "") + "_" + std::to_string(mib) + "MiB.json";
+        Executor ex(options);
         RunHandle run = ex.run(g, m);
         if (rank == 0) {
           // Token 20 leaves the paced producer after 20 paces: move then.
@@ -282,16 +286,18 @@ int main(int argc, char** argv) {
         auto t = to_rank0(arrivals, rank, size);
         if (rank == 0) {
           double worst = 0;
-          for (std::size_t k = 12; k < t.size(); ++k) worst = std::max(worst, t[k] - t[k - 1]);
+          std::size_t at = 0;  // the output after the longest gap
+          for (std::size_t k = 12; k < t.size(); ++k)
+            if (t[k] - t[k - 1] > worst) worst = t[k] - t[k - 1], at = k;
           double pause = std::max(0.0, worst - kPaceMs * 1e-3);
           // Floor: the state copied out of GPU A and into GPU B once each (between ranks), or once
           // GPU to GPU (peer copy at the host link's rate at worst).
           double floor = (from.rank == to.rank ? 1.0 : 2.0) * static_cast<double>(mib << 20) / bandwidth;
           bool moved = same(run.effective_mapping().at("sum"), to);
           const char* ipc = std::getenv("WEFT_STATE_IPC");
-          std::printf("part 2: %s -> %s%s, state %5zu MiB: pause %8.2f ms (floor %7.2f ms, ratio %.1f), %s\n",
+          std::printf("part 2: %s -> %s%s, state %5zu MiB: pause %8.2f ms (floor %7.2f ms, ratio %.1f) before output %zu, %s\n",
                       from.str().c_str(), to.str().c_str(), ipc && std::string(ipc) == "0" ? " via host" : "", mib, pause * 1e3, floor * 1e3, floor > 0 ? pause / floor : 0.0,
-                      moved ? "moved" : "NOT MOVED");
+                      at, moved ? "moved" : "NOT MOVED");
           pauses.push_back({{"state_mib", mib}, {"pause_ms", pause * 1e3}, {"floor_ms", floor * 1e3},
                             {"period_ms", kPaceMs}, {"moved", moved}});
           if (mib <= 256) worst_upto_256 = std::max(worst_upto_256, moved ? pause : 1e9);

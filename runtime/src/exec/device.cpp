@@ -207,6 +207,15 @@ void trim_device_pools() noexcept {
   }
 }
 
+void warm_device(int device) {
+  DeviceState& s = state(device);
+  WEFT_CUDA_CHECK(cudaSetDevice(device));
+  auto stream = static_cast<cudaStream_t>(s.streams.compute);
+  void* p = nullptr;
+  WEFT_CUDA_CHECK(cudaMallocAsync(&p, std::size_t(2) << 20, stream));
+  WEFT_CUDA_CHECK(cudaFreeAsync(p, stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 void release_task_stream(int device, void* stream) noexcept {
   DeviceState& s = state(device);
@@ -365,6 +374,7 @@ bool gpu_interval_times(GpuInterval&, double&, double&) { return false; }
 void* acquire_task_stream(int) { no_cuda(); }
 void release_task_stream(int, void*) noexcept {}
 void trim_device_pools() noexcept {}
+void warm_device(int) { no_cuda(); }
 Array copy_to_host(const Array&, const Event*, GpuInterval*) { no_cuda(); }
 Array copy_to_host_async(const Array&, const Event*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }
 Array copy_between_devices(const Array&, int, void*, const Event*, std::shared_ptr<Event>&, GpuInterval*) { no_cuda(); }

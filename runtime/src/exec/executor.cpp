@@ -900,6 +900,12 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
                                                     });
   for (std::size_t v = 0; v < plan.vertices.size(); ++v)
     if (local[v]) run.trace.name_lane(local[v]->lane, plan.vertices[v].name + " @ " + local[v]->place.str());
+  {
+    std::set<int> devices;  // this rank's GPUs in the run, those of migration candidates included
+    for (auto& n : run.nodes)
+      if (n->place.is_gpu()) devices.insert(n->place.device);
+    for (int d : devices) detail::warm_device(d);
+  }
   run.start = std::chrono::steady_clock::now();
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
   for (auto& n : run.nodes) {

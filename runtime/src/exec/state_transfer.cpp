@@ -239,10 +239,16 @@ bool receive_state_arrays(RemoteLinks& remote, const std::vector<StateArrayInfo>
     }
     bind_device(place.device);
     void* stream = device_streams(place.device).h2d;
+    const auto begun = std::chrono::steady_clock::now();
     Array a = Array::device(type, shape, place.device, stream);
+    logger("migration")->debug("state array of {} bytes allocated on {} in {:.2f} ms", a.bytes(), place.str(),
+                               ms_between(begun, std::chrono::steady_clock::now()));
     if (info.ipc) {
       const std::uint8_t copied = copy_exported(info, a, place.device) ? 1 : 0;
+      const auto acked = std::chrono::steady_clock::now();
       if (!remote.wait(*remote.send(&copied, 1, peer, channel))) return false;
+      logger("migration")->debug("CUDA IPC: the copy acknowledged in {:.2f} ms",
+                                 ms_between(acked, std::chrono::steady_clock::now()));
       if (copied) {
         release_on_home(a);
         out.push_back(std::move(a));

@@ -64,6 +64,13 @@ class BalanceModel {
   [[nodiscard]] double iteration_seconds() const noexcept { return iteration_; }
   /// Tokens per second through the migratable tasks in the last period (measured).
   [[nodiscard]] double throughput() const noexcept { return throughput_; }
+  /// Tokens through migratable task `group` in the last period (as reported: a rank's report may
+  /// come a period late, so rates are taken over several periods) and the period's length.
+  [[nodiscard]] std::uint64_t group_tokens(int group) const {
+    auto it = group_tokens_.find(group);
+    return it == group_tokens_.end() ? 0 : it->second;
+  }
+  [[nodiscard]] double last_period() const noexcept { return last_dt_; }
   /// What the last step saw, for the debug log: per place its load, per migratable task its cost
   /// where it runs and where it could run (measured, or ~ predicted; ? unknown), in ms per token.
   /// Built only when asked (the debug log): the step keeps its loads and current places.
@@ -90,7 +97,8 @@ class BalanceModel {
   double iteration_ = 0, throughput_ = 0;
   std::map<Place, double> last_load_;  // of the last step, for view()
   std::map<int, int> last_current_;
-  double last_now_ = 0;
+  double last_now_ = 0, last_dt_ = 0;
+  std::map<int, std::uint64_t> group_tokens_;  // of the last step
 };
 
 }  // namespace weft::detail

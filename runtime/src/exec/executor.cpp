@@ -724,13 +724,19 @@ void run_balancer(State& run) {
   }
   auto log = logger("balance");
   detail::BalanceModel model(run.plan, run.options.balance, run.options.balance_threshold, run.options.balance_period);
+  // A decision's measured gain: the task's throughput in the period of the decision against that
+  // over kAfterPeriods periods from the second after the move (the first holds its pause; reports
+  // of other ranks may come a period late, which a window of several periods evens out).
+  constexpr int kAfterPeriods = 5;
   struct Pending {
     std::size_t decision;
+    int group;
     double throughput_before;
-    int periods;
+    int skip = 1;  // periods still to skip
+    double tokens = 0, seconds = 0;
+    int periods = 0;  // counted so far
   };
   std::vector<Pending> pending;
-  double recent[2] = {0, 0};  // throughput of the last two periods
   try {
     while (sleep_until(run, next)) {
       next += period;
@@ -747,19 +753,20 @@ void run_balancer(State& run) {
       auto moves = model.step(all.actors, current, now);
       if (log->should_log(spdlog::level::debug))
         log->debug("t={:.3f} s: {:.1f} tokens/s; {}", now, model.throughput(), model.view());
-      recent[1] = recent[0];
-      recent[0] = model.throughput();
       std::lock_guard lock(run.balance_mutex);
       for (auto& p : pending) {
-        if (--p.periods > 0) continue;
-        // After: the two periods after the one of the move (which holds its pause).
-        double after = 0.5 * (recent[0] + recent[1]);
+        if (p.skip-- > 0) continue;
+        p.tokens += static_cast<double>(model.group_tokens(p.group));
+        p.seconds += model.last_period();
+        if (++p.periods < kAfterPeriods) continue;
+        double after = p.seconds > 0 ? p.tokens / p.seconds : 0;
         BalanceDecision& d = run.decisions[p.decision];
         d.measured_gain = p.throughput_before > 0 && after > 0 ? 1 - p.throughput_before / after : 0;
-        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s", d.task,
-                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before, after);
+        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s over {:.3f} s", d.task,
+                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before, after,
+                  p.seconds);
       }
-      std::erase_if(pending, [](const Pending& p) { return p.periods <= 0; });
+      std::erase_if(pending, [](const Pending& p) { return p.periods >= kAfterPeriods; });
       for (const auto& m : moves) {
         const auto& g = run.plan.groups[m.group];
         int from = current.count(m.group) ? current[m.group] : g.initial;
@@ -768,7 +775,9 @@ void run_balancer(State& run) {
         log->info("{} {} -> {}: predicted gain {:.1f} % ({})", d.task, d.from.str(), d.to.str(), 100 * d.predicted_gain,
                   d.reason);
         run.migrations->migrate(d.task, d.to);
-        pending.push_back({run.decisions.size(), model.throughput(), 3});
+        const double dt = model.last_period();
+        pending.push_back({run.decisions.size(), m.group,
+                           dt > 0 ? static_cast<double>(model.group_tokens(m.group)) / dt : 0.0});
         run.decisions.push_back(std::move(d));
       }
     }

@@ -2,6 +2,7 @@
 // places ("cpu" and "cpu:1"), so tasks move between thread groups of one rank and between ranks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -349,6 +350,9 @@ TEST(Migration, GreedyBalancerMovesAStageOffAPlaceThatSlowedDown) {
     EXPECT_EQ(decisions[0].task, "s0");
     EXPECT_EQ(decisions[0].from, a);
     EXPECT_EQ(decisions[0].to, b);
+    // Measured afterwards on the ranks' own clocks: off the place where it took 8 ms, s0 runs faster.
+    EXPECT_FALSE(std::isnan(decisions[0].measured_gain)) << "the move's gain was never measured";
+    EXPECT_GT(decisions[0].measured_gain, 0.0);
     EXPECT_EQ(run.effective_mapping().at("s0"), b);
   }
   if (env->rank() == last_rank()) {

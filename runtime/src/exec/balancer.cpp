@@ -142,8 +142,6 @@ std::vector<Move> BalanceModel::step(const std::vector<ActorSample>& actors, con
   }
   throughput_ = 0;
   for (const auto& [g, n] : group_tokens) throughput_ = std::max(throughput_, dt > 0 ? n / dt : 0.0);
-  group_tokens_ = std::move(group_tokens);
-  last_dt_ = dt;
 
   std::map<int, int> current = current_in;
   for (std::size_t g = 0; g < plan_.groups.size(); ++g)

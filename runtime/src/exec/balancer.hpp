@@ -9,7 +9,8 @@
 // measured there ran; never to a kind of place where it was not measured), the cost of its edges when it changes rank (bytes per
 // token over an assumed link bandwidth) and the cost of moving its state, amortised over a few
 // periods. Hysteresis: a task that moved waits `kCooldown` periods, and moving it back to the
-// place it left soon after needs twice the threshold. Each move is measured over the next period.
+// place it left soon after needs twice the threshold. Each move is measured afterwards (executor.cpp,
+// run_balancer): the moved task's tokens per second before and after, on its ranks' own clocks.
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
@@ -30,6 +31,7 @@ struct ActorSample {
   double busy_seconds = 0;   ///< CPU task: time in run(); GPU task: GPU time of its firings
   std::uint64_t bytes_in = 0;
   std::uint64_t state_bytes = 0;  ///< last state handed over from here
+  double at = 0;  ///< when the counters were read: seconds since the run started on their rank
 };
 /// What one rank reports each period.
 struct RankReport {
@@ -64,13 +66,6 @@ class BalanceModel {
   [[nodiscard]] double iteration_seconds() const noexcept { return iteration_; }
   /// Tokens per second through the migratable tasks in the last period (measured).
   [[nodiscard]] double throughput() const noexcept { return throughput_; }
-  /// Tokens through migratable task `group` in the last period (as reported: a rank's report may
-  /// come a period late, so rates are taken over several periods) and the period's length.
-  [[nodiscard]] std::uint64_t group_tokens(int group) const {
-    auto it = group_tokens_.find(group);
-    return it == group_tokens_.end() ? 0 : it->second;
-  }
-  [[nodiscard]] double last_period() const noexcept { return last_dt_; }
   /// What the last step saw, for the debug log: per place its load, per migratable task its cost
   /// where it runs and where it could run (measured, or ~ predicted; ? unknown), in ms per token.
   /// Built only when asked (the debug log): the step keeps its loads and current places.
@@ -97,8 +92,7 @@ class BalanceModel {
   double iteration_ = 0, throughput_ = 0;
   std::map<Place, double> last_load_;  // of the last step, for view()
   std::map<int, int> last_current_;
-  double last_now_ = 0, last_dt_ = 0;
-  std::map<int, std::uint64_t> group_tokens_;  // of the last step
+  double last_now_ = 0;
 };
 
 }  // namespace weft::detail

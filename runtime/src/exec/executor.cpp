@@ -688,7 +688,9 @@ detail::RankReport local_report(State& run) {
     // the firings that GPU time covers (the host runs ahead of the GPU by a few firings).
     const bool gpu = n->place.is_gpu();
     double busy = static_cast<double>(gpu ? n->gpu_ns.load() : n->busy_ns.load()) * 1e-9;
-    r.actors.push_back({n->vertex, gpu ? n->gpu_done.load() : n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load()});
+    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+    r.actors.push_back(
+        {n->vertex, gpu ? n->gpu_done.load() : n->done.load(), busy, n->bytes_in.load(), n->state_bytes.load(), at});
   }
   for (const auto& g : run.migrations->groups())
     if (g->router_rank() == run.rank) r.current.emplace_back(g->id(), g->current());
@@ -724,19 +726,24 @@ void run_balancer(State& run) {
   }
   auto log = logger("balance");
   detail::BalanceModel model(run.plan, run.options.balance, run.options.balance_threshold, run.options.balance_period);
-  // A decision's measured gain: the task's throughput in the period of the decision against that
-  // over kAfterPeriods periods from the second after the move (the first holds its pause; reports
-  // of other ranks may come a period late, which a window of several periods evens out).
+  // A decision's measured gain: the moved task's tokens per second on its old place over the two
+  // periods up to the decision, against those on its new place over kAfterPeriods periods from the
+  // second after the move (the first holds the move's pause). Each rate is taken between two
+  // samples of one rank, on that rank's clock: reports of other ranks arrive late and unevenly.
   constexpr int kAfterPeriods = 5;
   struct Pending {
     std::size_t decision;
-    int group;
-    double throughput_before;
-    int skip = 1;  // periods still to skip
-    double tokens = 0, seconds = 0;
-    int periods = 0;  // counted so far
+    int vertex;  // the new instance
+    double before;
+    int skip = 2;  // periods still to wait before the window
+    bool started = false, done = false;
+    detail::ActorSample first;
   };
   std::vector<Pending> pending;
+  std::map<int, std::deque<detail::ActorSample>> history;  // per vertex: its last distinct samples
+  auto rate = [](const detail::ActorSample& a, const detail::ActorSample& b) {
+    return b.at > a.at ? static_cast<double>(b.tokens - a.tokens) / (b.at - a.at) : 0.0;
+  };
   try {
     while (sleep_until(run, next)) {
       next += period;
@@ -749,24 +756,41 @@ void run_balancer(State& run) {
         }
       }
       std::map<int, int> current(all.current.begin(), all.current.end());
+      std::map<int, const detail::ActorSample*> latest;
+      for (const auto& a : all.actors) {
+        latest[a.vertex] = &a;
+        auto& h = history[a.vertex];
+        if (h.empty() || a.at > h.back().at) h.push_back(a);
+        if (h.size() > 3) h.pop_front();
+      }
       double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
       auto moves = model.step(all.actors, current, now);
       if (log->should_log(spdlog::level::debug))
         log->debug("t={:.3f} s: {:.1f} tokens/s; {}", now, model.throughput(), model.view());
       std::lock_guard lock(run.balance_mutex);
       for (auto& p : pending) {
-        if (p.skip-- > 0) continue;
-        p.tokens += static_cast<double>(model.group_tokens(p.group));
-        p.seconds += model.last_period();
-        if (++p.periods < kAfterPeriods) continue;
-        double after = p.seconds > 0 ? p.tokens / p.seconds : 0;
+        if (p.skip > 0) {
+          --p.skip;
+          continue;
+        }
+        auto it = latest.find(p.vertex);
+        if (it == latest.end()) continue;
+        const detail::ActorSample& now_there = *it->second;
+        if (!p.started) {
+          p.first = now_there;
+          p.started = true;
+          continue;
+        }
+        if (now_there.at - p.first.at < kAfterPeriods * run.options.balance_period * 0.999) continue;
+        const double after = rate(p.first, now_there);
         BalanceDecision& d = run.decisions[p.decision];
-        d.measured_gain = p.throughput_before > 0 && after > 0 ? 1 - p.throughput_before / after : 0;
-        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s over {:.3f} s", d.task,
-                  d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.throughput_before, after,
-                  p.seconds);
+        d.measured_gain = p.before > 0 && after > 0 ? 1 - p.before / after : 0;
+        log->info("{} {} -> {}: measured gain {:.1f} % (predicted {:.1f} %), {:.1f} -> {:.1f} tokens/s (over {:.3f} s)",
+                  d.task, d.from.str(), d.to.str(), 100 * d.measured_gain, 100 * d.predicted_gain, p.before, after,
+                  now_there.at - p.first.at);
+        p.done = true;
       }
-      std::erase_if(pending, [](const Pending& p) { return p.periods >= kAfterPeriods; });
+      std::erase_if(pending, [](const Pending& p) { return p.done; });
       for (const auto& m : moves) {
         const auto& g = run.plan.groups[m.group];
         int from = current.count(m.group) ? current[m.group] : g.initial;
@@ -775,9 +799,11 @@ void run_balancer(State& run) {
         log->info("{} {} -> {}: predicted gain {:.1f} % ({})", d.task, d.from.str(), d.to.str(), 100 * d.predicted_gain,
                   d.reason);
         run.migrations->migrate(d.task, d.to);
-        const double dt = model.last_period();
-        pending.push_back({run.decisions.size(), m.group,
-                           dt > 0 ? static_cast<double>(model.group_tokens(m.group)) / dt : 0.0});
+        const auto& old_samples = history[g.instances[from]];  // one sample: since the start (counters at 0)
+        const double before = old_samples.empty()       ? 0.0
+                               : old_samples.size() == 1 ? rate(detail::ActorSample{}, old_samples.back())
+                                                         : rate(old_samples.front(), old_samples.back());
+        pending.push_back({run.decisions.size(), g.instances[m.to], before});
         run.decisions.push_back(std::move(d));
       }
     }

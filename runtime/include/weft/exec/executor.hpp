@@ -39,8 +39,8 @@ struct BalanceDecision {
   std::string task;
   Place from, to;
   double predicted_gain = 0;      ///< predicted share of the iteration time saved (0.25: 25 % faster)
-  double measured_gain = 0;       ///< the task's throughput in the decision's period against that over
-                                  ///< the 2nd to 6th periods after the move (NaN until then)
+  double measured_gain = 0;       ///< 1 - (tokens/s of the task before) / (tokens/s after): two periods up
+                                  ///< to the decision, five from the second after the move (NaN until then)
   std::string reason;
 };
 

@@ -575,14 +575,9 @@ void drive(State& run, Node& node) {
 }
 
 // Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
-// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and pairs of
-// ranks that form no loop, not even between two ranks (a forest of pairs, one direction each).
-// A rank's NCCL calls run in order on one stream, and a large send finishes only once its peer's
-// stream reached the matching receive: with edges 0->1, 1->2, 0->2, rank 0 sending to 1 then 2,
-// rank 1 sending to 2 before receiving from 0, and rank 2 receiving from 0 before 1, each waits
-// for the next. Along a forest every chain of such waits ends. Edges that would close a loop go
-// through MPI: a farm's results coming back to the rank that scattered its inputs, say. Several
-// edges between two ranks keep one order of sends and receives (remote.cpp, NcclOrder).
+// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
+// cycle between ranks (sends and receives share one NCCL stream per rank). Several edges between
+// two ranks keep one order of sends and receives (remote.cpp, NcclOrder).
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -591,13 +586,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
   if (!detail::nccl_compiled() || (off && std::string(off) == "0")) return chosen;
   for (const auto& r : cluster.ranks)
     if (r.gpus.empty()) return chosen;
-  std::set<std::pair<int, int>> pairs;  // (sending rank, receiving rank) of the chosen edges
-  std::vector<int> parent(cluster.size());  // union-find over the ranks the pairs connect
-  for (int r = 0; r < cluster.size(); ++r) parent[r] = r;
-  auto root = [&](int r) {
-    while (parent[r] != r) r = parent[r] = parent[parent[r]];
-    return r;
-  };
+  std::map<std::pair<int, int>, bool> links;
   for (std::size_t i = 0; i < plan.links.size(); ++i) {
     const detail::Vertex& from = plan.vertices[plan.links[i].from];
     const detail::Vertex& to = plan.vertices[plan.links[i].to];
@@ -613,20 +602,28 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
-    const bool known = pairs.count({a.rank, b.rank}) > 0;
-    if (pairs.count({b.rank, a.rank})) continue;                 // the other way between them: MPI
-    if (!known && root(a.rank) == root(b.rank)) continue;          // would close a loop of ranks: MPI
     auto bind = [&](int rank, int device) {
       if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
       return device_of_rank[rank] == device;
     };
     if (!bind(a.rank, a.device) || !bind(b.rank, b.device)) continue;
     chosen.insert(static_cast<std::ptrdiff_t>(i));
-    if (!known) {
-      pairs.insert({a.rank, b.rank});
-      parent[root(a.rank)] = root(b.rank);
-    }
+    links[{a.rank, b.rank}] = true;
   }
+  // No cycle between ranks (depth-first search over the rank graph).
+  std::vector<int> colour(cluster.size(), 0);
+  std::function<bool(int)> cyclic = [&](int r) {
+    colour[r] = 1;
+    for (const auto& [link, _] : links)
+      if (link.first == r && (colour[link.second] == 1 || (colour[link.second] == 0 && cyclic(link.second)))) return true;
+    colour[r] = 2;
+    return false;
+  };
+  for (int r = 0; r < cluster.size(); ++r)
+    if (colour[r] == 0 && cyclic(r)) {
+      chosen.clear();
+      break;
+    }
   if (chosen.empty()) return chosen;
   // Every rank joins the communicator, each on its own physical GPU (NCCL refuses two ranks on one
   // GPU: "invalid usage"): ranks without NCCL edges take a GPU no other rank uses, else no NCCL.

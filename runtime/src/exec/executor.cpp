@@ -575,9 +575,15 @@ void drive(State& run, Node& node) {
 }
 
 // Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
-// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), and no
-// cycle between ranks (sends and receives share one NCCL stream per rank). Several edges between
-// two ranks keep one order of sends and receives (remote.cpp, NcclOrder).
+// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), no cycle
+// between ranks, and no edge closing a loop among the pairs of ranks already chosen (it goes
+// through MPI). A rank's NCCL calls run in order on one stream and a large send ends only once
+// its peer's stream reached the matching receive: with 0->1, 1->2 and 0->2 through NCCL, rank 0
+// sending to 1 then 2, rank 1 sending to 2 before receiving from 0 and rank 2 receiving from 0
+// before 1 would each wait for the next; along a forest of pairs every chain of waits ends.
+// (Sending the way back of a cycle through MPI instead of giving up NCCL hung the migration GPU
+// test at 615908a; not understood yet.) Several edges between two ranks keep one order of sends
+// and receives (remote.cpp, NcclOrder).
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -587,6 +593,12 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
   for (const auto& r : cluster.ranks)
     if (r.gpus.empty()) return chosen;
   std::map<std::pair<int, int>, bool> links;
+  std::vector<int> parent(cluster.size());  // union-find over the ranks the chosen pairs connect
+  for (int r = 0; r < cluster.size(); ++r) parent[r] = r;
+  auto root = [&](int r) {
+    while (parent[r] != r) r = parent[r] = parent[parent[r]];
+    return r;
+  };
   for (std::size_t i = 0; i < plan.links.size(); ++i) {
     const detail::Vertex& from = plan.vertices[plan.links[i].from];
     const detail::Vertex& to = plan.vertices[plan.links[i].to];
@@ -602,6 +614,8 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
+    const bool known = links.count({a.rank, b.rank}) || links.count({b.rank, a.rank});
+    if (!known && root(a.rank) == root(b.rank)) continue;  // would close a loop of ranks: MPI
     auto bind = [&](int rank, int device) {
       if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
       return device_of_rank[rank] == device;
@@ -609,6 +623,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     if (!bind(a.rank, a.device) || !bind(b.rank, b.device)) continue;
     chosen.insert(static_cast<std::ptrdiff_t>(i));
     links[{a.rank, b.rank}] = true;
+    parent[root(a.rank)] = root(b.rank);
   }
   // No cycle between ranks (depth-first search over the rank graph).
   std::vector<int> colour(cluster.size(), 0);

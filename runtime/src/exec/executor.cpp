@@ -277,15 +277,18 @@ Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_pt
   return t;
 }
 
+// Milliseconds from a to b (the phases of a migration, logged at debug level).
+double ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
 // A migratable task's instance takes the task over: it waits for the state the previous place
 // handed over, starts and loads it. False if the run was cancelled first.
 bool take_over(State& run, Node& node, FiringContext& ctx) {
-  using Clock = std::chrono::steady_clock;
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  const auto waited = Clock::now();
+  const auto waited = std::chrono::steady_clock::now();
   detail::Handover state;
   if (!node.migration->handover(node.instance).take(state)) return false;
-  const auto arrived = Clock::now();
+  const auto arrived = std::chrono::steady_clock::now();
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   std::vector<Array> arrays;
   if (state.wire) {  // from another rank: the arrays' data follows the message
@@ -300,7 +303,7 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
   } else {
     arrays = detail::move_state_arrays(std::move(state.arrays), node.place);
   }
-  const auto copied = Clock::now();
+  const auto copied = std::chrono::steady_clock::now();
   node.task->start(ctx);
   if (node.task->stateful()) {
     node.task->load(state.bytes);
@@ -309,7 +312,7 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
   node.active = true;
   logger("migration")->debug("{}: took over on {}: state waited for {:.2f} ms, its arrays in {:.2f} ms, started and "
                              "loaded in {:.2f} ms", node.task->name(), node.place.str(), ms(waited, arrived),
-                             ms(arrived, copied), ms(copied, Clock::now()));
+                             ms(arrived, copied), ms(copied, std::chrono::steady_clock::now()));
   if (run.trace.enabled()) run.trace.add({"take over", "migration", node.lane, 0, t0, run.trace.now_us() - t0});
   return true;
 }
@@ -317,9 +320,7 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
 // The end of this instance's epoch (after its last token, whose work is complete): save the
 // state, stop, hand the state to candidate `to` and pass the marker on to the merger.
 bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, int to) {
-  using Clock = std::chrono::steady_clock;
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  const auto begun = Clock::now();
+  const auto begun = std::chrono::steady_clock::now();
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   std::vector<std::byte> state;
   std::vector<Array> arrays;
@@ -338,7 +339,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
   logger("migration")->debug("{}: {} hands over to {} before token {} ({} bytes of state, {} arrays)", node.task->name(),
                              node.place.str(), target.str(), index, bytes, arrays.size());
   node.state_bytes = bytes;
-  const auto saved = Clock::now();
+  const auto saved = std::chrono::steady_clock::now();
   if (target.rank != run.rank && run.remote) {
     // To a rank of this host, device arrays are offered through CUDA IPC (WEFT_STATE_IPC=0: never).
     std::optional<detail::StateExport> exports;
@@ -347,7 +348,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
     if (env && target.is_gpu() && !(ipc && std::string(ipc) == "0") &&
         env->cluster().ranks.at(target.rank).host == env->cluster().ranks.at(run.rank).host)
       exports.emplace(arrays);
-    const auto exported = Clock::now();
+    const auto exported = std::chrono::steady_clock::now();
     const detail::StateExport* offered = exports ? &*exports : nullptr;
     auto message = detail::encode_handover(state, arrays, run.rank, offered);
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(message), {}, true});
@@ -356,7 +357,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
       return false;
     logger("migration")->debug("{}: handed over to {}: saved and stopped in {:.2f} ms, exported in {:.2f} ms, sent "
                                "(or copied by the peer) in {:.2f} ms", node.task->name(), target.str(),
-                               ms(begun, saved), ms(saved, exported), ms(exported, Clock::now()));
+                               ms(begun, saved), ms(saved, exported), ms(exported, std::chrono::steady_clock::now()));
   } else {
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(state), std::move(arrays), false});
   }

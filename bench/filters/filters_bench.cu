@@ -5,9 +5,16 @@
 // built, same two timings) and cuFFT; the seed's figure (Perrot median 3×3: 1854 MP/s, 4096²
 // 8-bit with transfers, C2070). Prints the fastest method per filter and size (the values for the
 // policies in tasks/filters/cuda/filters_gpu.cuh) and writes filters.json, even when a peer fails.
-// Usage: filters_bench [--quick]   (--quick: 512² and 2048² only)
+// Usage: filters_bench [--quick] [--sizes N,N,...] [--filter PREFIX] [--method NAME]
+//   --quick: 512² and 2048² only; --sizes: these image sizes; --filter: only filters whose name
+//   starts with PREFIX ("median3x3", "conv7x7"); --method: only this method (and no peers), for
+//   profiling one kernel (ncu -k ...). A restricted run still writes filters.json: give it its own
+//   WEFT_RESULTS_DIR.
+// Per size it also times a device-to-device copy of the image's bytes (u8 and f32) in the same
+// batches: the bandwidth a memory-bound kernel can reach at that size ("same_size_copy").
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -55,10 +62,41 @@ double batch_ms(double single_ms, cudaStream_t stream, const std::function<void(
          count;
 }
 
+std::vector<int> parse_sizes(const std::string& list) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at < list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const int n = std::atoi(list.substr(at, comma - at).c_str());
+    if (n < 16 || n > 16384) {
+      std::fprintf(stderr, "filters_bench: --sizes: '%s' is not an image size in 16..16384\n",
+                   list.substr(at, comma - at).c_str());
+      std::exit(2);
+    }
+    out.push_back(n);
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string only_filter, only_method, size_list;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if ((a == "--sizes" || a == "--filter" || a == "--method") && i + 1 < argc)
+      (a == "--sizes" ? size_list : a == "--filter" ? only_filter : only_method) = argv[++i];
+    else {
+      std::fprintf(stderr, "filters_bench: unknown argument '%s' (see the header of filters_bench.cu)\n", a.c_str());
+      return 2;
+    }
+  }
+  auto wanted = [&](const std::string& filter, const std::string& method) {
+    return filter.rfind(only_filter, 0) == 0 && (only_method.empty() || method == only_method);
+  };
   weft::bench::Result result("filters", argc, argv);
   cudaStream_t stream;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -66,10 +104,12 @@ int main(int argc, char** argv) {
   std::printf("device copy bandwidth (read + write): %.1f GB/s\n", bandwidth / 1e9);
   result.metric("copy_bandwidth_GBps", bandwidth / 1e9);
 
-  const std::vector<int> sizes = quick ? std::vector<int>{512, 2048} : std::vector<int>{512, 1024, 2048, 4096, 8192};
+  const std::vector<int> sizes = !size_list.empty() ? parse_sizes(size_list)
+                                 : quick           ? std::vector<int>{512, 2048}
+                                                   : std::vector<int>{512, 1024, 2048, 4096, 8192};
   const std::vector<int> median_sizes{3, 5, 7};
   const std::vector<int> conv_sizes{3, 5, 7, 9, 11, 15, 21, 31, 55};
-  const int max_n = sizes.back();
+  const int max_n = *std::max_element(sizes.begin(), sizes.end());
   const std::size_t max_bytes = std::size_t(max_n) * max_n * sizeof(float);
   Buffers b;
   WEFT_CUDA_CHECK(cudaMalloc(&b.d_in, max_bytes));
@@ -91,6 +131,7 @@ int main(int argc, char** argv) {
   auto measure = [&](const std::string& filter, const std::string& method, int n, std::size_t elem,
                      double mp, bool transfers, const std::function<void()>& launch) {
     Row row{filter, method, n};
+    if (!wanted(filter, method)) return;
     try {
       const double single = time_ms(kReps, stream, launch);
       const double batch = batch_ms(single, stream, launch);
@@ -118,9 +159,21 @@ int main(int argc, char** argv) {
   };
   const filters::Border clamp = filters::Border::clamp;
 
+  nlohmann::json copies = nlohmann::json::array();
   for (int n : sizes) {
     std::printf("-- %d x %d\n", n, n);
     const double mp = double(n) * n / 1e6;
+    for (std::size_t elem : {std::size_t(1), std::size_t(4)}) {  // the floor at this size: a plain copy
+      const std::size_t bytes = std::size_t(n) * n * elem;
+      auto copy = [&] { WEFT_CUDA_CHECK(cudaMemcpyAsync(b.d_out, b.d_in, bytes, cudaMemcpyDeviceToDevice, stream)); };
+      const double single = time_ms(kReps, stream, copy);
+      const double batch = batch_ms(single, stream, copy);
+      const double fraction = (2.0 * bytes / bandwidth) / (batch * 1e-3);
+      std::printf("  copy %zu B/px %5d  %7.2f us single  %7.2f us batch  %4.0f%% of the copy bandwidth\n", elem, n,
+                  1e3 * single, 1e3 * batch, 100 * fraction);
+      copies.push_back({{"n", n}, {"bytes_per_pixel", elem}, {"single_us", 1e3 * single}, {"batch_us", 1e3 * batch},
+                        {"fraction_of_copy_bandwidth", fraction}});
+    }
     for (int k : median_sizes) {
       const std::string filter = "median" + std::to_string(k) + "x" + std::to_string(k) + " u8";
       std::vector<std::string> methods = filters::gpu::median_methods(DType::u8, k, false);
@@ -225,6 +278,7 @@ int main(int argc, char** argv) {
                            {"cufft_batch_MPps", r.batch_mps}, {"fft_faster", r.batch_mps > direct}});
     }
   result.metric("table", table);
+  result.metric("same_size_copy", copies);
   result.metric("fastest_method", choice);
   result.metric("direct_vs_cufft", fft_table);
   if (!errors.empty()) result.metric("errors", errors);

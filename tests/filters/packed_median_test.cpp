@@ -46,8 +46,9 @@ std::vector<double> planar_reference(const Array& in, int size, Border b) {
 }
 
 /// kInterleaved: the interleaved 3×3 strip (interleaved_median.hpp, fp16 keys if kHalfKeys), else
-/// the packed K×K strip of packed_median.hpp.
-template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false>
+/// the packed K×K strip of packed_median.hpp; kAligned: median3_aligned_strip on the aligned
+/// widths (the generic interleaved strip on the others, as the launcher does).
+template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false, bool kAligned = false>
 void check_type(DType t, double range) {
   std::uint32_t seed = 7;
   constexpr int strip = device::Strip<T>::kPixels;
@@ -63,7 +64,10 @@ void check_type(DType t, double range) {
         if (aligned && (nx * static_cast<std::int64_t>(sizeof(T))) % 16 != 0) continue;
         const Array in = test::random_array(t, s, range, seed++);
         Array out;
-        if constexpr (kInterleaved)
+        if constexpr (kAligned)
+          out = aligned ? run_strips<T, strip, kRows>(in, b, true, device::median3_aligned_strip<T, kRows>)
+                        : run_strips<T, strip, kRows>(in, b, false, device::median3_interleaved_strip<T, false, kRows>);
+        else if constexpr (kInterleaved)
           out = run_strips<T, strip, kRows>(in, b, aligned, device::median3_interleaved_strip<T, kHalfKeys, kRows>);
         else
           out = run_strips<T, strip, kRows>(in, b, aligned, device::median_strip<T, K, kRows>);
@@ -90,6 +94,16 @@ TEST(InterleavedMedian, OddRowCountsAndTiesAreExact) {
   check_type<std::uint8_t, 3, 1, true>(DType::u8, 4.0);
   check_type<std::uint8_t, 3, 3, true, true>(DType::u8, 3.0);
   check_type<std::uint16_t, 3, 5, true>(DType::u16, 4.0);
+}
+
+// Aligned strips (32-bit offsets, border per row and edge): 2..8 rows, u8 and u16, ties; every
+// border on heights of 1, 2, 3 and around the row groups.
+TEST(InterleavedMedian, AlignedStripsAreExact) {
+  check_type<std::uint8_t, 3, 2, true, false, true>(DType::u8, 256.0);
+  check_type<std::uint8_t, 3, 6, true, false, true>(DType::u8, 256.0);
+  check_type<std::uint8_t, 3, 8, true, false, true>(DType::u8, 3.0);
+  check_type<std::uint16_t, 3, 4, true, false, true>(DType::u16, 65536.0);
+  check_type<std::uint16_t, 3, 6, true, false, true>(DType::u16, 4.0);
 }
 
 }  // namespace

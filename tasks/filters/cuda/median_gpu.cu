@@ -109,6 +109,15 @@ __global__ void __launch_bounds__(kMaxThreads)
     median3_interleaved_strip<T, kHalfKeys, kRows>(src, dst, e, border, blockIdx.z, y0, x0, aligned);
 }
 
+/// One aligned 3×3 strip per thread (u8/u16; median3_aligned_strip's preconditions checked by the launcher).
+template <class T, int kRows>
+__global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, Extent e, int border) {
+  constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
+  const long long x0 = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixels;
+  const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * kRows;
+  if (x0 < e.nx && y0 < e.ny) median3_aligned_strip<T, kRows>(src, dst, e, border, blockIdx.z, y0, x0, true);
+}
+
 }  // namespace device
 
 namespace {
@@ -157,6 +166,20 @@ void launch_interleaved(const void* in, void* out, device::Extent e, int border,
   device::median3_interleaved_kernel<T, kHalfKeys, kRows><<<g.grid, g.block, 0, stream>>>(
       static_cast<const T*>(in), static_cast<T*>(out), e, border, rows_aligned(in, out, e.nx, sizeof(T)));
   check_launch("median3_interleaved_kernel", stream);
+}
+
+/// Whether median3_aligned_strip applies: whole 16-byte rows, aligned, planes under 2³¹ pixels.
+bool aligned_applies(const void* in, const void* out, device::Extent e, std::size_t elem) {
+  return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31);
+}
+
+template <class T, int kRows>  // T = u8 or u16
+void launch_aligned(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
+  constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
+  const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
+  device::median3_aligned_kernel<T, kRows><<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in),
+                                                                          static_cast<T*>(out), e, border);
+  check_launch("median3_aligned_kernel", stream);
 }
 
 template <class T, bool kHalfKeys>
@@ -210,7 +233,9 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
     m = {"tile"};
     const long long pixels = e.slices * e.ny * e.nx;
     const bool lanes = sizeof(T) <= 2;  // u8, u16: the packed and interleaved kernels
-    if (lanes && size == 3 && p.interleaved)
+    if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T)))
+      m = {"aligned", p.aligned_rows_for(pixels)};
+    else if (lanes && size == 3 && p.interleaved)
       m = {p.interleaved_half_keys && sizeof(T) == 1 ? "half" : "dpx", p.interleaved_rows_for(pixels)};
     else if (lanes && size == 3 && p.packed)
       m = {"packed", p.packed_rows_3};
@@ -234,6 +259,16 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
       if (m.rows == 1) return launch_packed<T, 5, 1>(in, out, e, border, s);
       if (m.rows == 2) return launch_packed<T, 5, 2>(in, out, e, border, s);
       return launch_packed<T, 5, 4>(in, out, e, border, s);
+    }
+    if (m.kind == "aligned" && size == 3 && (m.rows == 2 || m.rows == 4 || m.rows == 6 || m.rows == 8)) {
+      if (!aligned_applies(in, out, e, sizeof(T)))  // forced on an image it does not apply to
+        return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
+      switch (m.rows) {
+        case 2: return launch_aligned<T, 2>(in, out, e, border, s);
+        case 4: return launch_aligned<T, 4>(in, out, e, border, s);
+        case 6: return launch_aligned<T, 6>(in, out, e, border, s);
+        default: return launch_aligned<T, 8>(in, out, e, border, s);
+      }
     }
     const bool interleaved_rows = m.rows == 1 || m.rows == 2 || m.rows == 4 || m.rows == 8;
     if (m.kind == "dpx" && size == 3 && interleaved_rows)
@@ -266,7 +301,9 @@ std::vector<std::string> gpu::median_methods(DType type, int size, bool volume) 
   std::vector<std::string> names{"tile"};
   if (volume || (type != DType::u8 && type != DType::u16)) return names;
   if (size == 3) {
-    for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8"}) names.emplace_back(n);
+    for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8", "aligned2", "aligned4", "aligned6",
+                          "aligned8"})
+      names.emplace_back(n);
     if (type == DType::u8)
       for (const char* n : {"half1", "half2", "half4", "half8"}) names.emplace_back(n);
   } else if (size == 5) {

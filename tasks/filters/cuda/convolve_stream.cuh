@@ -183,6 +183,65 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
   store_strip<kRows>(dst, acc, e, z, y0, xs, vector_store);
 }
 
+/// The full convolution of a strip in a warp whose 128 columns and their ±R halo lie inside the
+/// image (rows 4-element aligned, planes under 2³¹ elements): the border only maps the rows, all
+/// resolved before the first load (a zero-border row is read from row 0 and cleared after), offsets
+/// in 32 bits within the plane, the warp-edge lanes' halo loads predicated rather than branched,
+/// each product added straight into its output's accumulator (K² FMAs per output; the row sums of
+/// convolve_stream_strip cost K more adds). With no branch between the loads, the compiler keeps
+/// several rows in flight. About half the instructions of convolve_stream_strip (NOTES.md).
+template <int R, int kRows, class T>
+__device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                                                      const FullWeights<2 * R + 1>& w, int border, long long z,
+                                                      long long y0_, long long xs_) {
+  constexpr int K = 2 * R + 1, kIn = kRows + 2 * R;
+  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny), y0 = static_cast<int>(y0_);
+  const long long plane = z * e.ny * e.nx;
+  const T* in = src + plane + xs_;
+  T* out = dst + plane + xs_;
+  int yi[kIn];
+#pragma unroll
+  for (int k = 0; k < kIn; ++k) yi[k] = static_cast<int>(border_index(y0 - R + k, ny, border));
+  float acc[kRows][4];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+  const unsigned lane = threadIdx.x;
+#pragma unroll
+  for (int iy = 0; iy < kIn; ++iy) {
+    const T* row = in + (yi[iy] < 0 ? 0 : yi[iy]) * nx;
+    float v[4], x[4 + 2 * R];
+    load4(row, v);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) x[R + c] = v[c];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {  // R ≤ 3: the neighbours' vectors hold the halo
+      const float left = lane == 0 ? load1(row - R + k) : 0.0f;
+      const float right = lane == 31 ? load1(row + 4 + k) : 0.0f;
+      const float up = __shfl_up_sync(0xffffffffu, v[4 - R + k], 1);
+      const float down = __shfl_down_sync(0xffffffffu, v[k], 1);
+      x[k] = lane == 0 ? left : up;
+      x[4 + R + k] = lane == 31 ? right : down;
+    }
+    if (yi[iy] < 0)
+#pragma unroll
+      for (int k = 0; k < 4 + 2 * R; ++k) x[k] = 0.0f;
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      const int i = iy - q;
+      if (i < 0 || i >= K) continue;
+#pragma unroll
+      for (int j = 0; j < K; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[q][c] = fmaf(w.w[i * K + j], x[c + j], acc[q][c]);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kRows; ++q)
+    if (y0 + q < ny) store4(out + (y0 + q) * nx, acc[q]);
+}
+
 template <int R, int kRows, bool kInside, class T>
 __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                        const SeparableWeights<2 * R + 1>& w, int border, long long z,
@@ -218,7 +277,7 @@ __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src
 /// The strip of this thread and whether its warp takes the inside path (warp-uniform).
 struct StreamStrip {
   long long y0, xs;
-  bool inside, vector_store;
+  bool inside, vector_store, small_plane;
 };
 template <int R, int kRows>
 __device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {
@@ -228,6 +287,7 @@ __device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {
   s.xs = warp_x + threadIdx.x * kStreamColumns;
   s.inside = aligned && warp_x - R >= 0 && warp_x + 32 * kStreamColumns + R <= e.nx;
   s.vector_store = aligned && s.xs + kStreamColumns <= e.nx;
+  s.small_plane = e.ny * e.nx < (1LL << 31);
   return s;
 }
 

@@ -168,9 +168,10 @@ void launch_interleaved(const void* in, void* out, device::Extent e, int border,
   check_launch("median3_interleaved_kernel", stream);
 }
 
-/// Whether median3_aligned_strip applies: whole 16-byte rows, aligned, planes under 2³¹ pixels.
-bool aligned_applies(const void* in, const void* out, device::Extent e, std::size_t elem) {
-  return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31);
+/// Whether median3_aligned_strip applies: whole 16-byte rows, aligned, planes under 2³¹ pixels,
+/// clamp or mirror border.
+bool aligned_applies(const void* in, const void* out, device::Extent e, std::size_t elem, int border) {
+  return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && border != device::kZero;
 }
 
 template <class T, int kRows>  // T = u8 or u16
@@ -233,7 +234,7 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
     m = {"tile"};
     const long long pixels = e.slices * e.ny * e.nx;
     const bool lanes = sizeof(T) <= 2;  // u8, u16: the packed and interleaved kernels
-    if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T)))
+    if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T), border))
       m = {"aligned", p.aligned_rows_for(pixels)};
     else if (lanes && size == 3 && p.interleaved)
       m = {p.interleaved_half_keys && sizeof(T) == 1 ? "half" : "dpx", p.interleaved_rows_for(pixels)};
@@ -261,7 +262,7 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
       return launch_packed<T, 5, 4>(in, out, e, border, s);
     }
     if (m.kind == "aligned" && size == 3 && (m.rows == 2 || m.rows == 4 || m.rows == 6 || m.rows == 8)) {
-      if (!aligned_applies(in, out, e, sizeof(T)))  // forced on an image it does not apply to
+      if (!aligned_applies(in, out, e, sizeof(T), border))  // forced on an image it does not apply to
         return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
       switch (m.rows) {
         case 2: return launch_aligned<T, 2>(in, out, e, border, s);

@@ -281,35 +281,28 @@ WEFT_FILTERS_HD int edge_index1(int i, int n, int border) {
   return i < 0 ? 1 : n - 2;  // mirror without repeating the edge
 }
 
-/// Row yi (−1: a zero-border row) of an aligned strip as keys; xl, xr: the columns left and right
-/// of the strip after the border (−1: zero).
+/// Row yi of an aligned strip as keys; xl, xr: the columns left and right of the strip after the
+/// border (clamp or mirror: always inside, so the loads carry no condition).
 template <class T>
 WEFT_FILTERS_HD void load_aligned_keys(Word (&ext)[InterleavedKeys<T, false>::kExt], const T* __restrict__ plane, int nx,
                                        int yi, int x0, int xl, int xr) {
   using K = InterleavedKeys<T, false>;
-  if (yi < 0) {
-    WEFT_FILTERS_UNROLL
-    for (int k = 0; k < K::kExt; ++k) ext[k] = 0;  // key of the pixel 0 in both lanes
-    return;
-  }
   const T* row = plane + yi * nx;
   Word u[4];
   load16(row + x0, u);
 #if defined(__CUDA_ARCH__)
-  const Word l = xl < 0 ? Word(0) : Word(__ldg(row + xl));
-  const Word r = xr < 0 ? Word(0) : Word(__ldg(row + xr));
+  K::unpack(u, Word(__ldg(row + xl)), Word(__ldg(row + xr)), ext);
 #else
-  const Word l = xl < 0 ? Word(0) : Word(row[xl]);
-  const Word r = xr < 0 ? Word(0) : Word(row[xr]);
+  K::unpack(u, Word(row[xl]), Word(row[xr]), ext);
 #endif
-  K::unpack(u, l, r, ext);
 }
 
 /// The interleaved 3×3 strip (integer keys) for images whose rows are whole 16-byte vectors
-/// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows) and whose planes hold fewer than 2³¹
-/// pixels: the same network as median3_interleaved_strip, but offsets in 32 bits within the plane,
-/// the border resolved once per row (edge_index1) and no element-wise path. The kRows + 2 input
-/// rows are loaded first (independent loads in flight together). kRows even. About a third of the
+/// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows), whose planes hold fewer than 2³¹
+/// pixels, with a clamp or mirror border (a zero border takes median3_interleaved_strip): the same
+/// network, but offsets in 32 bits within the plane, the border resolved once per row and edge
+/// (edge_index1) and no element-wise path; no branch between the loads of the kRows + 2 input
+/// rows, so that they are in flight together. kRows even. About a third of the
 /// instructions of median3_interleaved_strip (ncu on an H100, bench/filters/NOTES.md).
 template <class T, int kRows>
 WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
@@ -326,7 +319,7 @@ WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restr
   const int xl = edge_index1(x0 - 1, nx, border), xr = edge_index1(x0 + K::kPixels, nx, border);
   Word rows[kRows + 2][kExt];
   WEFT_FILTERS_UNROLL
-  for (int q = 0; q < kRows + 2; ++q)  // rows below the image's last + 1 feed no stored output
+  for (int q = 0; q < kRows + 2; ++q)  // rows below the image's last + 1 feed no stored output; yi ≥ 0
     load_aligned_keys<T>(rows[q], plane, nx, edge_index1(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border), x0, xl, xr);
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows; q += 2) {

@@ -187,9 +187,9 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
 /// image (rows 4-element aligned, planes under 2³¹ elements): the border only maps the rows, all
 /// resolved before the first load (a zero-border row is read from row 0 and cleared after), offsets
 /// in 32 bits within the plane, the warp-edge lanes' halo loads predicated rather than branched,
-/// each product added straight into its output's accumulator (K² FMAs per output; the row sums of
-/// convolve_stream_strip cost K more adds). With no branch between the loads, the compiler keeps
-/// several rows in flight. About half the instructions of convolve_stream_strip (NOTES.md).
+/// the next row loaded before the current one is used (with 64 registers the compiler does not
+/// hoist it by itself), each product added straight into its output's accumulator (K² FMAs per
+/// output; the row sums of convolve_stream_strip cost K more adds).
 template <int R, int kRows, class T>
 __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                       const FullWeights<2 * R + 1>& w, int border, long long z,
@@ -208,21 +208,31 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
   const unsigned lane = threadIdx.x;
+  constexpr int H = R > 0 ? R : 1;
+  float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
+  auto fetch = [&](int k, int b) {
+    const T* row = in + (yi[k] < 0 ? 0 : yi[k]) * nx;
+    load4(row, v[b]);
+#pragma unroll
+    for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated
+      left[b][h] = lane == 0 ? load1(row - R + h) : 0.0f;
+      right[b][h] = lane == 31 ? load1(row + 4 + h) : 0.0f;
+    }
+  };
+  fetch(0, 0);
 #pragma unroll
   for (int iy = 0; iy < kIn; ++iy) {
-    const T* row = in + (yi[iy] < 0 ? 0 : yi[iy]) * nx;
-    float v[4], x[4 + 2 * R];
-    load4(row, v);
+    const int b = iy % 2;
+    if (iy + 1 < kIn) fetch(iy + 1, 1 - b);
+    float x[4 + 2 * R];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) x[R + c] = v[c];
+    for (int c = 0; c < 4; ++c) x[R + c] = v[b][c];
 #pragma unroll
     for (int k = 0; k < R; ++k) {  // R ≤ 3: the neighbours' vectors hold the halo
-      const float left = lane == 0 ? load1(row - R + k) : 0.0f;
-      const float right = lane == 31 ? load1(row + 4 + k) : 0.0f;
-      const float up = __shfl_up_sync(0xffffffffu, v[4 - R + k], 1);
-      const float down = __shfl_down_sync(0xffffffffu, v[k], 1);
-      x[k] = lane == 0 ? left : up;
-      x[4 + R + k] = lane == 31 ? right : down;
+      const float up = __shfl_up_sync(0xffffffffu, v[b][4 - R + k], 1);
+      const float down = __shfl_down_sync(0xffffffffu, v[b][k], 1);
+      x[k] = lane == 0 ? left[b][k] : up;
+      x[4 + R + k] = lane == 31 ? right[b][k] : down;
     }
     if (yi[iy] < 0)
 #pragma unroll

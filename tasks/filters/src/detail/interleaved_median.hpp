@@ -282,45 +282,36 @@ WEFT_FILTERS_HD int edge_index1(int i, int n, int border) {
 }
 
 /// Row yi of an aligned strip as keys; xl, xr: the columns left and right of the strip after the
-/// border (clamp or mirror: always inside, so the loads carry no condition).
-template <class T>
+/// border (clamp or mirror: always inside, so the loads carry no condition). kInterior: xl = x0 − 1
+/// and xr = x0 + kPixels, read at fixed offsets from the vector's address.
+template <class T, bool kInterior>
 WEFT_FILTERS_HD void load_aligned_keys(Word (&ext)[InterleavedKeys<T, false>::kExt], const T* __restrict__ plane, int nx,
                                        int yi, int x0, int xl, int xr) {
   using K = InterleavedKeys<T, false>;
-  const T* row = plane + yi * nx;
+  const T* at = plane + yi * nx + x0;
   Word u[4];
-  load16(row + x0, u);
+  load16(at, u);
+  const T* l = kInterior ? at - 1 : at + (xl - x0);
+  const T* r = kInterior ? at + K::kPixels : at + (xr - x0);
 #if defined(__CUDA_ARCH__)
-  K::unpack(u, Word(__ldg(row + xl)), Word(__ldg(row + xr)), ext);
+  K::unpack(u, Word(__ldg(l)), Word(__ldg(r)), ext);
 #else
-  K::unpack(u, Word(row[xl]), Word(row[xr]), ext);
+  K::unpack(u, Word(*l), Word(*r), ext);
 #endif
 }
 
-/// The interleaved 3×3 strip (integer keys) for images whose rows are whole 16-byte vectors
-/// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows), whose planes hold fewer than 2³¹
-/// pixels, with a clamp or mirror border (a zero border takes median3_interleaved_strip): the same
-/// network, but offsets in 32 bits within the plane, the border resolved once per row and edge
-/// (edge_index1) and no element-wise path; no branch between the loads of the kRows + 2 input
-/// rows, so that they are in flight together. kRows even. About a third of the
-/// instructions of median3_interleaved_strip (ncu on an H100, bench/filters/NOTES.md).
-template <class T, int kRows>
-WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
-                                           long long z, long long y0_, long long x0_, bool /*aligned*/) {
-  static_assert(kRows % 2 == 0, "output rows go in pairs");
+/// kRows output rows of an aligned strip (see median3_aligned_strip).
+template <class T, int kRows, bool kInterior>
+WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int border,
+                                          int y0, int x0, int xl, int xr) {
   using K = InterleavedKeys<T, false>;
   using L = DpxLanes;
   constexpr int kExt = K::kExt;
-  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  const int y0 = static_cast<int>(y0_), x0 = static_cast<int>(x0_);
-  const long long plane_offset = z * e.ny * e.nx;
-  const T* plane = src + plane_offset;
-  T* out = dst + plane_offset;
-  const int xl = edge_index1(x0 - 1, nx, border), xr = edge_index1(x0 + K::kPixels, nx, border);
   Word rows[kRows + 2][kExt];
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows + 2; ++q)  // rows below the image's last + 1 feed no stored output; yi ≥ 0
-    load_aligned_keys<T>(rows[q], plane, nx, edge_index1(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border), x0, xl, xr);
+    load_aligned_keys<T, kInterior>(rows[q], plane, nx, edge_index1(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border),
+                                    x0, xl, xr);
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows; q += 2) {
     Word p_lo[kExt], p_hi[kExt], o[K::kHalf], v[4];
@@ -340,6 +331,30 @@ WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restr
       store16(out + (y0 + q + 1) * nx + x0, v);
     }
   }
+}
+
+/// The interleaved 3×3 strip (integer keys) for images whose rows are whole 16-byte vectors
+/// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows), whose planes hold fewer than 2³¹
+/// pixels, with a clamp or mirror border (a zero border takes median3_interleaved_strip): the same
+/// network, but offsets in 32 bits within the plane, the border resolved once per row and edge
+/// (edge_index1) and no element-wise path; no branch between the loads of the kRows + 2 input
+/// rows, so that they are in flight together. kRows even. About a third of the
+/// instructions of median3_interleaved_strip (ncu on an H100, bench/filters/NOTES.md).
+template <class T, int kRows>
+WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
+                                           long long z, long long y0_, long long x0_, bool /*aligned*/) {
+  static_assert(kRows % 2 == 0, "output rows go in pairs");
+  using K = InterleavedKeys<T, false>;
+  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
+  const int y0 = static_cast<int>(y0_), x0 = static_cast<int>(x0_);
+  const long long plane_offset = z * e.ny * e.nx;
+  const T* plane = src + plane_offset;
+  T* out = dst + plane_offset;
+  const int xl = edge_index1(x0 - 1, nx, border), xr = edge_index1(x0 + K::kPixels, nx, border);
+  if (xl == x0 - 1 && xr == x0 + K::kPixels)
+    median3_aligned_rows<T, kRows, true>(plane, out, nx, ny, border, y0, x0, xl, xr);
+  else
+    median3_aligned_rows<T, kRows, false>(plane, out, nx, ny, border, y0, x0, xl, xr);
 }
 
 }  // namespace weft::filters::device

@@ -184,8 +184,8 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
 }
 
 /// The full convolution of a strip in a warp whose 128 columns and their ±R halo lie inside the
-/// image (rows 4-element aligned, planes under 2³¹ elements): the border only maps the rows, all
-/// resolved before the first load (a zero-border row is read from row 0 and cleared after), offsets
+/// image (rows 4-element aligned, planes under 2³¹ elements and more than R rows, clamp or mirror
+/// border): the border only maps the rows, all by selects before the first load (near_index), offsets
 /// in 32 bits within the plane, the warp-edge lanes' halo loads predicated rather than branched,
 /// the next row loaded before the current one is used (with 64 registers the compiler does not
 /// hoist it by itself), each product added straight into its output's accumulator (K² FMAs per
@@ -201,7 +201,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   T* out = dst + plane + xs_;
   int yi[kIn];
 #pragma unroll
-  for (int k = 0; k < kIn; ++k) yi[k] = static_cast<int>(border_index(y0 - R + k, ny, border));
+  for (int k = 0; k < kIn; ++k) yi[k] = near_index(y0 - R + k, ny, border);
   float acc[kRows][4];
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
@@ -211,7 +211,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   constexpr int H = R > 0 ? R : 1;
   float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
   auto fetch = [&](int k, int b) {
-    const T* row = in + (yi[k] < 0 ? 0 : yi[k]) * nx;
+    const T* row = in + yi[k] * nx;
     load4(row, v[b]);
 #pragma unroll
     for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated
@@ -224,6 +224,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   for (int iy = 0; iy < kIn; ++iy) {
     const int b = iy % 2;
     if (iy + 1 < kIn) fetch(iy + 1, 1 - b);
+    asm volatile("" ::: "memory");  // row iy + 1's loads stay ahead of row iy's arithmetic
     float x[4 + 2 * R];
 #pragma unroll
     for (int c = 0; c < 4; ++c) x[R + c] = v[b][c];
@@ -234,9 +235,6 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
       x[k] = lane == 0 ? left[b][k] : up;
       x[4 + R + k] = lane == 31 ? right[b][k] : down;
     }
-    if (yi[iy] < 0)
-#pragma unroll
-      for (int k = 0; k < 4 + 2 * R; ++k) x[k] = 0.0f;
 #pragma unroll
     for (int q = 0; q < kRows; ++q) {
       const int i = iy - q;
@@ -297,7 +295,7 @@ __device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {
   s.xs = warp_x + threadIdx.x * kStreamColumns;
   s.inside = aligned && warp_x - R >= 0 && warp_x + 32 * kStreamColumns + R <= e.nx;
   s.vector_store = aligned && s.xs + kStreamColumns <= e.nx;
-  s.small_plane = e.ny * e.nx < (1LL << 31);
+  s.small_plane = e.ny * e.nx < (1LL << 31) && e.ny > R;
   return s;
 }
 

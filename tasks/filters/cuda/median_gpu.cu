@@ -168,10 +168,10 @@ void launch_interleaved(const void* in, void* out, device::Extent e, int border,
   check_launch("median3_interleaved_kernel", stream);
 }
 
-/// Whether median3_aligned_strip applies: whole 16-byte rows, aligned, planes under 2³¹ pixels,
-/// clamp or mirror border.
+/// Whether median3_aligned_strip applies: whole 16-byte rows, aligned, planes under 2³¹ pixels of
+/// at least 2 rows, clamp or mirror border.
 bool aligned_applies(const void* in, const void* out, device::Extent e, std::size_t elem, int border) {
-  return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && border != device::kZero;
+  return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && e.ny >= 2 && border != device::kZero;
 }
 
 template <class T, int kRows>  // T = u8 or u16

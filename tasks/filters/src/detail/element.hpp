@@ -33,6 +33,15 @@ WEFT_FILTERS_HD std::int64_t border_index(std::int64_t i, std::int64_t n, int bo
   return i < n ? i : period - i;
 }
 
+/// Row or column i, at most n − 1 outside [0, n), under a clamp or mirror border, with selects
+/// only (no branch: the aligned and inside paths compute their row indices between loads).
+WEFT_FILTERS_HD int near_index(int i, int n, int border) {
+  const bool mirror = border == kMirror;
+  const int below = mirror ? -i : 0;
+  const int above = mirror ? 2 * (n - 1) - i : n - 1;
+  return i < 0 ? below : i >= n ? above : i;
+}
+
 template <class T> WEFT_FILTERS_HD float to_float(T v) { return static_cast<float>(v); }
 #if defined(__CUDACC__)
 template <> WEFT_FILTERS_HD float to_float<Half>(Half v) {

@@ -272,15 +272,6 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
     median3_interleaved_path<T, kHalfKeys, kRows, false>(src, dst, e, border, z, y0, x0, fast_store);
 }
 
-/// Row or column i, at most one outside [0, n), under a radius-1 border (border_index for that
-/// case, in 32 bits): -1 for a zero border outside.
-WEFT_FILTERS_HD int edge_index1(int i, int n, int border) {
-  if (i >= 0 && i < n) return i;
-  if (border == kZero) return -1;
-  if (border == kClamp || n == 1) return i < 0 ? 0 : n - 1;
-  return i < 0 ? 1 : n - 2;  // mirror without repeating the edge
-}
-
 /// Row yi of an aligned strip as keys; xl, xr: the columns left and right of the strip after the
 /// border (clamp or mirror: always inside, so the loads carry no condition). kInterior: xl = x0 − 1
 /// and xr = x0 + kPixels, read at fixed offsets from the vector's address.
@@ -310,7 +301,7 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
   Word rows[kRows + 2][kExt];
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows + 2; ++q)  // rows below the image's last + 1 feed no stored output; yi ≥ 0
-    load_aligned_keys<T, kInterior>(rows[q], plane, nx, edge_index1(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border),
+    load_aligned_keys<T, kInterior>(rows[q], plane, nx, near_index(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border),
                                     x0, xl, xr);
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows; q += 2) {
@@ -335,10 +326,11 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
 
 /// The interleaved 3×3 strip (integer keys) for images whose rows are whole 16-byte vectors
 /// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows), whose planes hold fewer than 2³¹
-/// pixels, with a clamp or mirror border (a zero border takes median3_interleaved_strip): the same
-/// network, but offsets in 32 bits within the plane, the border resolved once per row and edge
-/// (edge_index1) and no element-wise path; no branch between the loads of the kRows + 2 input
-/// rows, so that they are in flight together. kRows even. About a third of the
+/// pixels and at least 2 rows, with a clamp or mirror border (a zero border takes
+/// median3_interleaved_strip): the same network, but offsets in 32 bits within the plane, the
+/// border resolved by selects once per row and edge (near_index) and no element-wise path; no
+/// branch between the loads of the kRows + 2 input rows, so that they are in flight together (a
+/// branchy border between them cost 15 % at 8192²). kRows even. About a third of the
 /// instructions of median3_interleaved_strip (ncu on an H100, bench/filters/NOTES.md).
 template <class T, int kRows>
 WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
@@ -350,7 +342,7 @@ WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restr
   const long long plane_offset = z * e.ny * e.nx;
   const T* plane = src + plane_offset;
   T* out = dst + plane_offset;
-  const int xl = edge_index1(x0 - 1, nx, border), xr = edge_index1(x0 + K::kPixels, nx, border);
+  const int xl = near_index(x0 - 1, nx, border), xr = near_index(x0 + K::kPixels, nx, border);
   if (xl == x0 - 1 && xr == x0 + K::kPixels)
     median3_aligned_rows<T, kRows, true>(plane, out, nx, ny, border, y0, x0, xl, xr);
   else

@@ -196,12 +196,10 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
                                                       long long y0_, long long xs_) {
   constexpr int K = 2 * R + 1, kIn = kRows + 2 * R;
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny), y0 = static_cast<int>(y0_);
+  const int xs = static_cast<int>(xs_);
   const long long plane = z * e.ny * e.nx;
-  const T* in = src + plane + xs_;
-  T* out = dst + plane + xs_;
-  int yi[kIn];
-#pragma unroll
-  for (int k = 0; k < kIn; ++k) yi[k] = near_index(y0 - R + k, ny, border);
+  const T* in = src + plane;
+  T* out = dst + plane;
   float acc[kRows][4];
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
@@ -211,12 +209,12 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   constexpr int H = R > 0 ? R : 1;
   float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
   auto fetch = [&](int k, int b) {
-    const T* row = in + yi[k] * nx;
-    load4(row, v[b]);
+    const T* row = in + near_index(y0 - R + k, ny, border) * nx;
+    load4(row + xs, v[b]);
 #pragma unroll
     for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated
-      left[b][h] = lane == 0 ? load1(row - R + h) : 0.0f;
-      right[b][h] = lane == 31 ? load1(row + 4 + h) : 0.0f;
+      left[b][h] = lane == 0 ? load1(row + xs - R + h) : 0.0f;
+      right[b][h] = lane == 31 ? load1(row + xs + 4 + h) : 0.0f;
     }
   };
   fetch(0, 0);
@@ -247,7 +245,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   }
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
-    if (y0 + q < ny) store4(out + (y0 + q) * nx, acc[q]);
+    if (y0 + q < ny) store4(out + (y0 + q) * nx + xs, acc[q]);
 }
 
 template <int R, int kRows, bool kInside, class T>

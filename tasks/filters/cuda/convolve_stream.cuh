@@ -209,12 +209,12 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   constexpr int H = R > 0 ? R : 1;
   float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
   auto fetch = [&](int k, int b) {
-    const T* row = in + near_index(y0 - R + k, ny, border) * nx;
-    load4(row + xs, v[b]);
+    const T* at = in + (near_index(y0 - R + k, ny, border) * nx + xs);  // halo at fixed offsets from it
+    load4(at, v[b]);
 #pragma unroll
     for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated
-      left[b][h] = lane == 0 ? load1(row + xs - R + h) : 0.0f;
-      right[b][h] = lane == 31 ? load1(row + xs + 4 + h) : 0.0f;
+      left[b][h] = lane == 0 ? load1(at - R + h) : 0.0f;
+      right[b][h] = lane == 31 ? load1(at + 4 + h) : 0.0f;
     }
   };
   fetch(0, 0);
@@ -245,7 +245,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   }
 #pragma unroll
   for (int q = 0; q < kRows; ++q)
-    if (y0 + q < ny) store4(out + (y0 + q) * nx + xs, acc[q]);
+    if (y0 + q < ny) store4(out + ((y0 + q) * nx + xs), acc[q]);
 }
 
 template <int R, int kRows, bool kInside, class T>

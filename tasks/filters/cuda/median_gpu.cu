@@ -109,17 +109,16 @@ __global__ void __launch_bounds__(kMaxThreads)
     median3_interleaved_strip<T, kHalfKeys, kRows>(src, dst, e, border, blockIdx.z, y0, x0, aligned);
 }
 
-/// Blocks per SM that keep an aligned strip kernel at the registers its rows need: left free, the
-/// compiler took 10-20 % more (64-bit plane pointers) and lost a block per SM, 15 % at 8192².
-constexpr int aligned_min_blocks(int rows) { return rows <= 2 ? 8 : rows <= 4 ? 6 : rows <= 6 ? 5 : 4; }
-
-/// One aligned 3×3 strip per thread (u8/u16; median3_aligned_strip's preconditions checked by the launcher).
+/// One aligned 3×3 strip per thread (u8/u16; median3_aligned_rows's preconditions checked by the
+/// launcher), in 32-bit indices; blockIdx.z: the plane.
 template <class T, int kRows>
-__global__ void __launch_bounds__(128, aligned_min_blocks(kRows)) median3_aligned_kernel(const T* src, T* dst, Extent e, int border) {
+__global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, int nx, int ny, bool mirror) {
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
-  const long long x0 = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixels;
-  const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * kRows;
-  if (x0 < e.nx && y0 < e.ny) median3_aligned_strip<T, kRows>(src, dst, e, border, blockIdx.z, y0, x0, true);
+  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
+  const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
+  if (x0 >= nx || y0 >= ny) return;
+  const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
+  median3_aligned_rows<T, kRows>(src + plane, dst + plane, nx, ny, mirror, y0, x0);
 }
 
 }  // namespace device
@@ -182,8 +181,9 @@ template <class T, int kRows>  // T = u8 or u16
 void launch_aligned(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
-  device::median3_aligned_kernel<T, kRows><<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in),
-                                                                          static_cast<T*>(out), e, border);
+  device::median3_aligned_kernel<T, kRows><<<g.grid, g.block, 0, stream>>>(
+      static_cast<const T*>(in), static_cast<T*>(out), static_cast<int>(e.nx), static_cast<int>(e.ny),
+      border == device::kMirror);
   check_launch("median3_aligned_kernel", stream);
 }
 

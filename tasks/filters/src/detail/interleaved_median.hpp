@@ -272,37 +272,41 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
     median3_interleaved_path<T, kHalfKeys, kRows, false>(src, dst, e, border, z, y0, x0, fast_store);
 }
 
-/// Row yi of an aligned strip as keys; xl, xr: the columns left and right of the strip after the
-/// border (clamp or mirror: always inside, so the loads carry no condition). kInterior: xl = x0 − 1
-/// and xr = x0 + kPixels, read at fixed offsets from the vector's address.
-template <class T, bool kInterior>
-WEFT_FILTERS_HD void load_aligned_keys(Word (&ext)[InterleavedKeys<T, false>::kExt], const T* __restrict__ plane, int nx,
-                                       int yi, int x0, int xl, int xr) {
-  using K = InterleavedKeys<T, false>;
-  const T* at = plane + yi * nx + x0;
-  Word u[4];
-  load16(at, u);
-  const T* l = kInterior ? at - 1 : at + (xl - x0);
-  const T* r = kInterior ? at + K::kPixels : at + (xr - x0);
-#if defined(__CUDA_ARCH__)
-  K::unpack(u, Word(__ldg(l)), Word(__ldg(r)), ext);
-#else
-  K::unpack(u, Word(*l), Word(*r), ext);
-#endif
-}
-
-/// kRows output rows of an aligned strip (see median3_aligned_strip).
-template <class T, int kRows, bool kInterior>
-WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int border,
-                                          int y0, int x0, int xl, int xr) {
+/// kRows output rows from y0 of the aligned strip at x0 of one plane (nx, ny: the plane's size;
+/// mirror: else clamp). Images whose rows are whole 16-byte vectors (nx · sizeof(T) a multiple of
+/// 16, aligned rows) and whose planes hold fewer than 2³¹ pixels and at least 2 rows, with a clamp
+/// or mirror border (a zero border takes median3_interleaved_strip): the same network, with 32-bit
+/// offsets, rows and side pixels mapped by min/max and selects, and the kRows + 2 row loads with no
+/// branch between them, so that they are in flight together. kRows even. On an H100 the generic
+/// strip's 64-bit offsets and branchy borders cost 3× the instructions; branches between the loads,
+/// or 10-20 % more registers (a block less per SM), cost 8-15 % at 8192² (bench/filters/NOTES.md).
+template <class T, int kRows>
+WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, bool mirror,
+                                          int y0, int x0) {
+  static_assert(kRows % 2 == 0, "output rows go in pairs");
   using K = InterleavedKeys<T, false>;
   using L = DpxLanes;
   constexpr int kExt = K::kExt;
+  const bool inner = x0 >= 1 && x0 + K::kPixels < nx;
+  const int xl = x0 >= 1 ? x0 - 1 : (mirror ? 1 : 0);
+  const int xr = x0 + K::kPixels < nx ? x0 + K::kPixels : (mirror ? nx - 2 : nx - 1);
   Word rows[kRows + 2][kExt];
   WEFT_FILTERS_UNROLL
-  for (int q = 0; q < kRows + 2; ++q)  // rows below the image's last + 1 feed no stored output; yi ≥ 0
-    load_aligned_keys<T, kInterior>(rows[q], plane, nx, near_index(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, border),
-                                    x0, xl, xr);
+  for (int q = 0; q < kRows + 2; ++q) {
+    int y = y0 - 1 + q;  // rows past ny feed no stored output: any row inside will do
+    if (mirror) y = y < 0 ? -y : y >= ny ? 2 * ny - 2 - y : y;
+    y = y < 0 ? 0 : y >= ny ? ny - 1 : y;
+    const T* at = plane + (y * nx + x0);  // the side pixels at fixed offsets from it in inner strips
+    Word u[4];
+    load16(at, u);
+#if defined(__CUDA_ARCH__)
+    const Word l = inner ? __ldg(at - 1) : __ldg(at + (xl - x0));
+    const Word r = inner ? __ldg(at + K::kPixels) : __ldg(at + (xr - x0));
+#else
+    const Word l = at[xl - x0], r = at[xr - x0];
+#endif
+    K::unpack(u, l, r, rows[q]);
+  }
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows; q += 2) {
     Word p_lo[kExt], p_hi[kExt], o[K::kHalf], v[4];
@@ -314,39 +318,23 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
     median3_row<L>(p_lo, p_hi, rows[q], o);
     if (y0 + q < ny) {
       K::pack(o, v);
-      store16(out + (y0 + q) * nx + x0, v);
+      store16(out + ((y0 + q) * nx + x0), v);
     }
     median3_row<L>(p_lo, p_hi, rows[q + 3], o);
     if (y0 + q + 1 < ny) {
       K::pack(o, v);
-      store16(out + (y0 + q + 1) * nx + x0, v);
+      store16(out + ((y0 + q + 1) * nx + x0), v);
     }
   }
 }
 
-/// The interleaved 3×3 strip (integer keys) for images whose rows are whole 16-byte vectors
-/// (nx · sizeof(T) a multiple of 16, 16-byte aligned rows), whose planes hold fewer than 2³¹
-/// pixels and at least 2 rows, with a clamp or mirror border (a zero border takes
-/// median3_interleaved_strip): the same network, but offsets in 32 bits within the plane, the
-/// border resolved by selects once per row and edge (near_index) and no element-wise path; no
-/// branch between the loads of the kRows + 2 input rows, so that they are in flight together (a
-/// branchy border between them cost 15 % at 8192²). kRows even. About a third of the
-/// instructions of median3_interleaved_strip (ncu on an H100, bench/filters/NOTES.md).
+/// median3_aligned_rows in the form of the other strips (slice z of an Extent; for the host test).
 template <class T, int kRows>
 WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
-                                           long long z, long long y0_, long long x0_, bool /*aligned*/) {
-  static_assert(kRows % 2 == 0, "output rows go in pairs");
-  using K = InterleavedKeys<T, false>;
-  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  const int y0 = static_cast<int>(y0_), x0 = static_cast<int>(x0_);
-  const long long plane_offset = z * e.ny * e.nx;
-  const T* plane = src + plane_offset;
-  T* out = dst + plane_offset;
-  const int xl = near_index(x0 - 1, nx, border), xr = near_index(x0 + K::kPixels, nx, border);
-  if (xl == x0 - 1 && xr == x0 + K::kPixels)
-    median3_aligned_rows<T, kRows, true>(plane, out, nx, ny, border, y0, x0, xl, xr);
-  else
-    median3_aligned_rows<T, kRows, false>(plane, out, nx, ny, border, y0, x0, xl, xr);
+                                           long long z, long long y0, long long x0, bool /*aligned*/) {
+  const long long plane = z * e.ny * e.nx;
+  median3_aligned_rows<T, kRows>(src + plane, dst + plane, static_cast<int>(e.nx), static_cast<int>(e.ny),
+                                 border == kMirror, static_cast<int>(y0), static_cast<int>(x0));
 }
 
 }  // namespace weft::filters::device

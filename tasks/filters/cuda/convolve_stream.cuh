@@ -190,10 +190,10 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
 /// the next row loaded before the current one is used (with 64 registers the compiler does not
 /// hoist it by itself), each product added straight into its output's accumulator (K² FMAs per
 /// output; the row sums of convolve_stream_strip cost K more adds).
-template <int R, int kRows, class T>
+template <int R, int kRows, int kBorder, class T>  // kBorder: kClamp or kMirror
 __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
-                                                      const FullWeights<2 * R + 1>& w, int border, long long z,
-                                                      long long y0_, long long xs_) {
+                                                      const FullWeights<2 * R + 1>& w, long long z, long long y0_,
+                                                      long long xs_) {
   constexpr int K = 2 * R + 1, kIn = kRows + 2 * R;
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny), y0 = static_cast<int>(y0_);
   const int xs = static_cast<int>(xs_);
@@ -209,7 +209,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   constexpr int H = R > 0 ? R : 1;
   float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
   auto fetch = [&](int k, int b) {
-    const T* at = in + (near_index(y0 - R + k, ny, border) * nx + xs);  // halo at fixed offsets from it
+    const T* at = in + (near_index(y0 - R + k, ny, kBorder) * nx + xs);  // halo at fixed offsets from it
     load4(at, v[b]);
 #pragma unroll
     for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated

@@ -19,7 +19,10 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 1)
     convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, bool aligned) {
   const StreamStrip s = stream_strip<R, kRows>(e, aligned);
   if (s.y0 >= e.ny) return;  // whole warps (blockDim.x = 32)
-  if (s.inside && s.small_plane && border != kZero) convolve_inside_strip<R, kRows>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs);
+  if (s.inside && s.small_plane && border == kClamp)
+    convolve_inside_strip<R, kRows, kClamp>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
+  else if (s.inside && s.small_plane && border == kMirror)
+    convolve_inside_strip<R, kRows, kMirror>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
   else if (s.inside)
     convolve_stream_strip<R, kRows, true>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);
   else convolve_stream_strip<R, kRows, false>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);

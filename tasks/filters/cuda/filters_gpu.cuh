@@ -41,13 +41,13 @@ struct MedianPolicy {
   long long interleaved_rows_8_min_pixels = 1LL << 62;      // never: slower than 2 rows at every size
   long long interleaved_rows_4_min_pixels = 1LL << 62;      // never
   long long interleaved_rows_2_min_pixels = 1024LL * 1024;  // else 1 row
-  // Aligned interleaved strips (median3_aligned_strip: whole 16-byte rows): probe on an H100
-  // (nvcc 13, 2026-11-22): 2048² 5.5 µs with 2 or 4 rows; 4096² 14.8-14.9 µs with 4, 6 or 8;
-  // 8192² 54.7 µs with 6 rows (57.3 with 4 or 8); the generic dpx2 strip 14.2, 29.4, 83.0 µs.
+  // Aligned interleaved strips (median3_aligned_rows: whole 16-byte rows, clamp or mirror), probe
+  // on an H100 (nvcc 13, 3374f3e): 2048² 5.6 µs with 2 to 8 rows; 4096² 14.8 µs with 8 (15.3-16.2
+  // with fewer); 8192² 59.5 µs with 8 (60.2-62.3 with fewer); the generic dpx2 strip 14.2, 29.4, 83 µs.
   bool aligned = true;
-  long long aligned_rows_6_min_pixels = 4096LL * 4096;  // else 2 rows
+  long long aligned_rows_8_min_pixels = 4096LL * 4096;  // else 2 rows
   [[nodiscard]] constexpr int aligned_rows_for(long long pixels) const {
-    return pixels >= aligned_rows_6_min_pixels ? 6 : 2;
+    return pixels >= aligned_rows_8_min_pixels ? 8 : 2;
   }
   [[nodiscard]] constexpr int interleaved_rows_for(long long pixels) const {
     return pixels >= interleaved_rows_8_min_pixels   ? 8
@@ -89,7 +89,12 @@ struct ConvolvePolicy {
     const int r = ksize / 2;
     if (ksize >= fft_min_size) return {"fft", 0};
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
-    if (r <= 3) return {"stream", stream_rows};  // convolve_inside_strip: 70-98 % of the copy rate from 2048²
+    if (r <= 2) return {"stream", stream_rows};
+    if (r == 3) {
+      if (pixels >= 4096LL * 4096) return {"stream", stream_rows};
+      if (pixels >= 2048LL * 2048) return {"blocked", 0};
+      return {"tile", 0};
+    }
     return {"blocked", 0};
   }
 };

@@ -23,10 +23,13 @@ inline int multiprocessor_count() {
 /// Packed u8/u16 3×3 and 5×5 (packed_median.hpp): each thread one strip of 16 bytes ×
 /// packed_rows_3 (or _5) rows, blocks of 32 × packed_block_y strips (fewer rows of strips when
 /// the grid would not give two blocks per SM). Interleaved u8/u16 3×3 (interleaved_median.hpp,
-/// DPX min/max). Chosen by measurement (filters_bench, H100, 3658ad9, every method at 512² to
-/// 8192², bench/results/filters.json): 3×3 DPX with 1 row per thread below 1024², 2 rows above
-/// (2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than noise); 5×5 the tile
-/// kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 % better at 8192²).
+/// DPX min/max), and their aligned form for whole 16-byte rows with a clamp or mirror border
+/// (median3_aligned_rows, the "aligned" methods: 32-bit offsets, no branch between the row loads).
+/// Chosen by measurement (filters_bench, H100, bench/results/filters.json): 3×3 aligned where it
+/// applies (2 rows below 4096², 8 from there), else DPX with 1 row per thread below 1024², 2 rows
+/// above (3658ad9: 2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
+/// noise); 5×5 the tile kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 %
+/// better at 8192²).
 struct MedianPolicy {
   int block_x = 32;
   int block_y = 8;

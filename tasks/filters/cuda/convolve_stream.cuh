@@ -283,7 +283,8 @@ __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src
 /// The strip of this thread and whether its warp takes the inside path (warp-uniform).
 struct StreamStrip {
   long long y0, xs;
-  bool inside, vector_store, small_plane;
+  bool inside, vector_store;
+  bool small_plane;  // planes under 2³¹ elements and more than R rows: convolve_inside_strip applies
 };
 template <int R, int kRows>
 __device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {

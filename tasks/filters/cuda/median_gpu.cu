@@ -111,14 +111,14 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 /// One aligned 3×3 strip per thread (u8/u16; median3_aligned_rows's preconditions checked by the
 /// launcher), in 32-bit indices; blockIdx.z: the plane.
-template <class T, int kRows, bool kMirror>
+template <class T, int kRows, int kBorder>
 __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, int nx, int ny) {
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
   const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
   const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
   if (x0 >= nx || y0 >= ny) return;
   const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
-  median3_aligned_rows<T, kRows, kMirror>(src + plane, dst + plane, nx, ny, y0, x0);
+  median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
 }
 
 }  // namespace device
@@ -183,10 +183,10 @@ void launch_aligned(const void* in, void* out, device::Extent e, int border, cud
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   if (border == device::kMirror)
-    device::median3_aligned_kernel<T, kRows, true>
+    device::median3_aligned_kernel<T, kRows, device::kMirror>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   else
-    device::median3_aligned_kernel<T, kRows, false>
+    device::median3_aligned_kernel<T, kRows, device::kClamp>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   check_launch("median3_aligned_kernel", stream);
 }

@@ -272,31 +272,27 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
     median3_interleaved_path<T, kHalfKeys, kRows, false>(src, dst, e, border, z, y0, x0, fast_store);
 }
 
-/// kRows output rows from y0 of the aligned strip at x0 of one plane (nx, ny: the plane's size;
-/// kMirror: else clamp). Images whose rows are whole 16-byte vectors (nx · sizeof(T) a multiple of
+/// kRows output rows from y0 of the aligned strip at x0 of one plane (nx, ny: the plane's size). Images whose rows are whole 16-byte vectors (nx · sizeof(T) a multiple of
 /// 16, aligned rows) and whose planes hold fewer than 2³¹ pixels and at least 2 rows, with a clamp
 /// or mirror border (a zero border takes median3_interleaved_strip): the same network, with 32-bit
 /// offsets, rows and side pixels mapped by min/max and selects, and the kRows + 2 row loads with no
 /// branch between them, so that they are in flight together. kRows even. On an H100 the generic
 /// strip's 64-bit offsets and branchy borders cost 3× the instructions; branches between the loads,
 /// or 10-20 % more registers (a block less per SM), cost 8-15 % at 8192² (bench/filters/NOTES.md).
-template <class T, int kRows, bool kMirror>
+template <class T, int kRows, int kBorder>  // kBorder: kClamp or kMirror
 WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int y0,
                                           int x0) {
-  constexpr bool mirror = kMirror;
   static_assert(kRows % 2 == 0, "output rows go in pairs");
+  static_assert(kBorder == kClamp || kBorder == kMirror, "a zero border takes median3_interleaved_strip");
   using K = InterleavedKeys<T, false>;
   using L = DpxLanes;
   constexpr int kExt = K::kExt;
   const bool inner = x0 >= 1 && x0 + K::kPixels < nx;
-  const int xl = x0 >= 1 ? x0 - 1 : (mirror ? 1 : 0);
-  const int xr = x0 + K::kPixels < nx ? x0 + K::kPixels : (mirror ? nx - 2 : nx - 1);
+  const int xl = near_index(x0 - 1, nx, kBorder), xr = near_index(x0 + K::kPixels, nx, kBorder);
   Word rows[kRows + 2][kExt];
   WEFT_FILTERS_UNROLL
-  for (int q = 0; q < kRows + 2; ++q) {
-    int y = y0 - 1 + q;  // rows past ny feed no stored output: any row inside will do
-    if constexpr (kMirror) y = y < 0 ? -y : y >= ny ? 2 * ny - 2 - y : y;
-    y = y < 0 ? 0 : y >= ny ? ny - 1 : y;
+  for (int q = 0; q < kRows + 2; ++q) {  // rows past ny feed no stored output: any row inside will do
+    const int y = near_index(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, kBorder);
     const T* at = plane + (y * nx + x0);  // the side pixels at fixed offsets from it in inner strips
     Word u[4];
     load16(at, u);
@@ -336,9 +332,9 @@ WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restr
   const long long plane = z * e.ny * e.nx;
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   if (border == kMirror)
-    median3_aligned_rows<T, kRows, true>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
+    median3_aligned_rows<T, kRows, kMirror>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
   else
-    median3_aligned_rows<T, kRows, false>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
+    median3_aligned_rows<T, kRows, kClamp>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
 }
 
 }  // namespace weft::filters::device

@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
   result.metric("target_scope",
                 "bandwidth targets: minimum over the images whose input + output exceed the L2 cache (" +
                     std::to_string(prop.l2CacheSize >> 20) +
-                    " MiB: 8192^2 u8, from 4096^2 f32) of the policy's choice ('auto'), kernel only (batch of "
+                    " MiB on this device) of the policy's choice ('auto'), kernel only (batch of "
                     "back-to-back launches), bytes = input + output, against the measured D2D copy bandwidth "
                     "(*_from_2048: the same minimum over every image from 2048^2; same_size_copy: what a plain "
                     "copy of the image reaches at each size); NPP: minimum over sizes and filters of auto / NPP, "

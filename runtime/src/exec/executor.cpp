@@ -277,11 +277,6 @@ Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_pt
   return t;
 }
 
-// Milliseconds from a to b (the phases of a migration, logged at debug level).
-double ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 // A migratable task's instance takes the task over: it waits for the state the previous place
 // handed over, starts and loads it. False if the run was cancelled first.
 bool take_over(State& run, Node& node, FiringContext& ctx) {
@@ -311,8 +306,9 @@ bool take_over(State& run, Node& node, FiringContext& ctx) {
   }
   node.active = true;
   logger("migration")->debug("{}: took over on {}: state waited for {:.2f} ms, its arrays in {:.2f} ms, started and "
-                             "loaded in {:.2f} ms", node.task->name(), node.place.str(), ms(waited, arrived),
-                             ms(arrived, copied), ms(copied, std::chrono::steady_clock::now()));
+                             "loaded in {:.2f} ms", node.task->name(), node.place.str(),
+                             detail::ms_between(waited, arrived), detail::ms_between(arrived, copied),
+                             detail::ms_between(copied, std::chrono::steady_clock::now()));
   if (run.trace.enabled()) run.trace.add({"take over", "migration", node.lane, 0, t0, run.trace.now_us() - t0});
   return true;
 }
@@ -357,7 +353,8 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
       return false;
     logger("migration")->debug("{}: handed over to {}: saved and stopped in {:.2f} ms, exported in {:.2f} ms, sent "
                                "(or copied by the peer) in {:.2f} ms", node.task->name(), target.str(),
-                               ms(begun, saved), ms(saved, exported), ms(exported, std::chrono::steady_clock::now()));
+                               detail::ms_between(begun, saved), detail::ms_between(saved, exported),
+                               detail::ms_between(exported, std::chrono::steady_clock::now()));
   } else {
     run.migrations->hand_over(node.migration->id(), to, detail::Handover{std::move(state), std::move(arrays), false});
   }

@@ -25,10 +25,6 @@ constexpr std::uint32_t kMagic = 0x57535431;  // "WST1"
 constexpr std::size_t kChunk = std::size_t(16) << 20;  // staging chunk of device arrays
 constexpr int kFirstStateChannel = 50000;              // halo channels are numbered from 0
 
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 struct WireHeader {
   std::uint32_t magic = kMagic;
   std::int32_t from = 0;

@@ -8,6 +8,7 @@
 #ifndef WEFT_BUILDING_RUNTIME
 static_assert(false, "runtime/src headers are internal to the weft library");
 #endif
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,6 +19,12 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include "weft/mapping/place.hpp"
 
 namespace weft::detail {
+
+/// Milliseconds from a to b: the phases of a migration (hand-over, take-over, state transfer),
+/// logged at debug level by the executor and here.
+inline double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 /// One state array as described in the state message.
 struct StateArrayInfo {

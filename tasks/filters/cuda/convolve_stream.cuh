@@ -187,8 +187,8 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
 /// image (rows 4-element aligned, planes under 2³¹ elements and more than R rows, clamp or mirror
 /// border): the border only maps the rows, all by selects before the first load (near_index), offsets
 /// in 32 bits within the plane, the warp-edge lanes' halo loads predicated rather than branched,
-/// the next row loaded before the current one is used (with 64 registers the compiler does not
-/// hoist it by itself), each product added straight into its output's accumulator (K² FMAs per
+/// the next row loaded before the current one is used (as the probe of bench/filters/NOTES.md),
+/// each product added straight into its output's accumulator (K² FMAs per
 /// output; the row sums of convolve_stream_strip cost K more adds).
 template <int R, int kRows, int kBorder, class T>  // kBorder: kClamp or kMirror
 __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,

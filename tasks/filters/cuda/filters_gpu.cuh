@@ -45,8 +45,10 @@ struct MedianPolicy {
   long long interleaved_rows_4_min_pixels = 1LL << 62;      // never
   long long interleaved_rows_2_min_pixels = 1024LL * 1024;  // else 1 row
   // Aligned interleaved strips (median3_aligned_rows: whole 16-byte rows, clamp or mirror), probe
-  // on an H100 (nvcc 13, 3374f3e): 2048² 5.6 µs with 2 to 8 rows; 4096² 14.8 µs with 8 (15.3-16.2
-  // with fewer); 8192² 59.5 µs with 8 (60.2-62.3 with fewer); the generic dpx2 strip 14.2, 29.4, 83 µs.
+  // on an H100 (nvcc 13, 3374f3e, printed): 2048² 5.6 µs with 2 to 8 rows; 4096² 14.8 µs with 8
+  // (15.3-16.2 with fewer); 8192² 59.5 µs with 8 (60.2-62.3 with fewer); the generic dpx2 strip
+  // 14.2, 29.4, 83 µs. filters.json (93b7d18) agrees from 4096²; below, it has 4 rows 5-6 % ahead
+  // of 2 at 1024² and 2048² (not yet taken).
   bool aligned = true;
   long long aligned_rows_8_min_pixels = 4096LL * 4096;  // else 2 rows
   [[nodiscard]] constexpr int aligned_rows_for(long long pixels) const {

@@ -272,8 +272,9 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
     median3_interleaved_path<T, kHalfKeys, kRows, false>(src, dst, e, border, z, y0, x0, fast_store);
 }
 
-/// kRows output rows from y0 of the aligned strip at x0 of one plane (nx, ny: the plane's size). Images whose rows are whole 16-byte vectors (nx · sizeof(T) a multiple of
-/// 16, aligned rows) and whose planes hold fewer than 2³¹ pixels and at least 2 rows, with a clamp
+/// kRows output rows from y0 of the aligned strip at x0 of one plane (nx, ny: the plane's size).
+/// Images whose rows are whole 16-byte vectors (nx · sizeof(T) a multiple of 16, aligned rows)
+/// and whose planes hold fewer than 2³¹ pixels and at least 2 rows, with a clamp
 /// or mirror border (a zero border takes median3_interleaved_strip): the same network, with 32-bit
 /// offsets, rows and side pixels mapped by min/max and selects, and the kRows + 2 row loads with no
 /// branch between them, so that they are in flight together. kRows even. On an H100 the generic

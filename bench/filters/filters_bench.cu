@@ -1,13 +1,13 @@
 // Filters benchmark: device copy bandwidth first (cudaMemcpy D2D, bytes read + written), then, at
-// 512² to 8192², every method of median 3/5/7 (u8), convolution 3..55 (f32, full and separable)
-// and the policy's choice ("auto", also with H2D + D2H from pinned memory), each timed as one
+// 512² to 8192², every method of median 3/5/7 (u8), convolution 3..55 (f32, full and separable;
+// f16 from 7×7 and u8 at 15×15 and 31×31, full, with the tensor-core method) and the policy's choice ("auto", also with H2D + D2H from pinned memory), each timed as one
 // launch between events and as a batch of back-to-back launches (throughput); peers NPP (if
 // built, same two timings) and cuFFT; the seed's figure (Perrot median 3×3: 1854 MP/s, 4096²
 // 8-bit with transfers, C2070). Prints the fastest method per filter and size (the values for the
 // policies in tasks/filters/cuda/filters_gpu.cuh) and writes filters.json, even when a peer fails.
-// Usage: filters_bench [--quick] [--sizes N,N,...] [--filter PREFIX] [--method NAME]
+// Usage: filters_bench [--quick] [--sizes N,N,...] [--filter TEXT] [--method NAME]
 //   --quick: 512² and 2048² only; --sizes: these image sizes; --filter: only filters whose name
-//   starts with PREFIX ("median3x3", "conv7x7"); --method: only this method (and no peers), for
+//   contains TEXT ("median3x3", "conv7x7", "f16"); --method: only this method (and no peers), for
 //   profiling one kernel (ncu -k ...). A restricted run still writes filters.json: give it its own
 //   WEFT_RESULTS_DIR.
 // Per size it also times a device-to-device copy of the image's bytes (u8 and f32) in the same
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     }
   }
   auto wanted = [&](const std::string& filter, const std::string& method) {
-    return filter.rfind(only_filter, 0) == 0 && (only_method.empty() || method == only_method);
+    return filter.find(only_filter) != std::string::npos && (only_method.empty() || method == only_method);
   };
   weft::bench::Result result("filters", argc, argv);
   cudaStream_t stream;
@@ -210,6 +210,18 @@ int main(int argc, char** argv) {
         measure(filter, "cufft", n, 4, mp, false, [&] {
           fft.run(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, stream);
         });
+      }
+      // Mid-size and large kernels on f16 (and u8) images, where the tensor-core method applies.
+      for (DType t : {DType::f16, DType::u8}) {
+        if (k < 7 || k == 11 || (t == DType::u8 && k != 15 && k != 31)) continue;
+        const std::string typed = "conv" + std::to_string(k) + "x" + std::to_string(k) + " " + std::string(dtype_name(t));
+        std::vector<std::string> typed_methods = filters::gpu::convolve_methods(k, t);
+        typed_methods.insert(typed_methods.begin(), "auto");
+        for (const std::string& m : typed_methods)
+          measure(typed, m, n, dtype_size(t), mp, m == "auto", [&] {
+            filters::gpu::launch_convolve(b.d_in, b.d_out, t, 1, n, n, h_weights.data(), d_weights, k, clamp, stream,
+                                          m == "auto" ? std::string_view{} : std::string_view(m));
+          });
       }
       const std::string sep = "separable" + std::to_string(k) + " f32";
       std::vector<std::string> sep_methods = filters::gpu::separable_methods(k);

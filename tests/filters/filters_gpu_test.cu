@@ -200,7 +200,7 @@ TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
   std::uint32_t seed = 700;
   for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
     for (int size : {1, 3, 5, 7, 9, 21})
-      for (const std::string& method : gpu::convolve_methods(size))
+      for (const std::string& method : gpu::convolve_methods(size, t))
         for (const Shape& s : {Shape(1, 1), Shape(5, 127), Shape(16, 128), Shape(17, 129), Shape(33, 260),
                                Shape(70, 388), Shape(2, 19, 264)})
           for (Border b : kBorders) {
@@ -222,6 +222,39 @@ TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
                   << describe(in, size, b) << " method " << method << " at " << i << ": " << get(out, i) << " vs "
                   << ref[i];
           }
+}
+
+// The tensor-core method (u8, f16): every ring size (Kp = 16, 32, 64 with 1 to 4 k-steps) at its
+// smallest and largest kernel, signed and positive weights, strips of 32·MT columns cut by the
+// image edge at both parities of the radius, rows per strip shorter and longer than the kernel.
+TEST_F(FiltersGpu, TensorConvolutionMatches) {
+  std::uint32_t seed = 900;
+  for (DType t : {DType::u8, DType::f16})
+    for (int size : {1, 3, 9, 15, 17, 31, 33, 47, 49, 63})
+      for (const Shape& s : {Shape(1, 1), Shape(3, 5), Shape(40, 33), Shape(70, 200), Shape(2, 90, 131)})
+        for (Border b : kBorders) {
+          const std::vector<float> k = random_kernel(size, seed % 2 == 1, seed);
+          const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
+          const Array d_in = to_device(in);
+          const Array d_k = to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())),
+                                                  const_cast<float*>(k.data())));
+          Array d_out = Array::device(t, s, 0, stream_);
+          const bool planar3 = s.ndim() == 3;
+          gpu::launch_convolve(d_in.raw(), d_out.raw(), t, planar3 ? s[0] : 1, s[planar3 ? 1 : 0], s[planar3 ? 2 : 1],
+                               k.data(), d_k.data<float>(), size, b, stream_, "tensor");
+          const Array out = to_host(d_out);
+          std::vector<double> l1;
+          const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                << describe(in, size, b) << " at " << i << ": " << get(out, i) << " vs " << ref[i];
+        }
+  const Array d = to_device(test::random_array(DType::f32, Shape(8, 8), 1.0, 1));
+  Array out = Array::device(DType::f32, Shape(8, 8), 0, stream_);
+  const std::vector<float> w(81, 1.0f / 81);
+  EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::f32, 1, 8, 8, w.data(), nullptr, 9, Border::clamp,
+                                    stream_, "tensor"),
+               ConfigError);
 }
 
 // Every separable method; the fused streaming kernels round exactly as the two-pass kernels

@@ -241,9 +241,12 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   T* dst = static_cast<T*>(out);
   device::Method m = device::parse_method(name);
   if (name.empty()) {
-    const device::ConvolveChoice c = p.method_for(ksize, e.slices * e.ny * e.nx);
+    const device::ConvolveChoice c = p.method_for(ksize, e.slices * e.ny * e.nx, device::kTensorType<T>);
     m = {c.kind, c.rows};
   }
+  if constexpr (device::kTensorType<T>)
+    if (m.kind == "tensor" && (m.rows == 0 || m.rows == 1 || m.rows == 2 || m.rows == 4))
+      return device::launch_convolve_tensor(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
     return device::launch_convolve_stream(src, dst, e, h_w, ksize, m.rows, border, stream);
@@ -339,9 +342,11 @@ void gpu::launch_convolve_separable(const void* d_in, void* d_out, float* d_scra
   });
 }
 
-std::vector<std::string> gpu::convolve_methods(int ksize) {
+std::vector<std::string> gpu::convolve_methods(int ksize, DType type) {
   const int r = ksize / 2;
   std::vector<std::string> names{"tile", "fft"};
+  if (type == DType::u8 || type == DType::f16)
+    for (const char* n : {"tensor1", "tensor2", "tensor4"}) names.emplace_back(n);  // "tensor": the default
   if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");
   if (r <= device::kStreamMaxRadius)
     for (const char* n : {"stream4", "stream8", "stream16"}) names.emplace_back(n);

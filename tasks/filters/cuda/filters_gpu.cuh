@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -90,8 +91,19 @@ struct ConvolvePolicy {
   long long small_max_pixels = 1024LL * 1024 - 1;  // up to this many pixels: the tile kernel
   int stream_rows = 4;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
-  [[nodiscard]] constexpr ConvolveChoice method_for(int ksize, long long pixels) const {
+  /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from this size on; from
+  /// tensor_large_size on only on images of tensor_large_min_pixels or more (cuFFT below). H100,
+  /// f16 (filters_bench, printed runs of this change): at 8192² the tensor method (1 strip per
+  /// warp) 62 GP/s at 9×9 against 127 for the blocked kernel; 60 at 15×15 against 23 (tile); 31 at
+  /// 31×31 against 9.6 (cuFFT); 12.1 at 55×55 against 8.0 (cuFFT), and 9.0 against 7.7 at 4096².
+  int tensor_min_size = 13;  // the first size past the blocked kernel's
+  int tensor_large_size = 49;
+  long long tensor_large_min_pixels = 4096LL * 4096;
+  /// `tensor_type`: the image's values are exact in fp16 (u8, f16), so the tensor method applies.
+  [[nodiscard]] constexpr ConvolveChoice method_for(int ksize, long long pixels, bool tensor_type = false) const {
     const int r = ksize / 2;
+    if (tensor_type && ksize >= tensor_min_size && (ksize < tensor_large_size || pixels >= tensor_large_min_pixels))
+      return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
     if (r <= 2) return {"stream", stream_rows};
@@ -148,6 +160,13 @@ void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kerne
 template <class T>
 void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row, const float* h_column, int ksize,
                              int rows, int border, cudaStream_t s);
+
+/// Convolution on tensor cores (convolve_tensor_gpu.cu), u8 and f16 images, any odd size up to 63;
+/// `strips`: 32-pixel strips per warp (1, 2 or 4; 0: 1, measured fastest or within 2 %).
+template <class T>
+void launch_convolve_tensor(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
+                            int strips, int border, cudaStream_t stream);
+template <class T> inline constexpr bool kTensorType = std::is_same_v<T, std::uint8_t> || std::is_same_v<T, Half>;
 
 /// Convolution through cuFFT in fp64 (convolve_fft_gpu.cu), any odd size, device weights.
 template <class T>

@@ -42,8 +42,9 @@ void launch_convolve_separable(const void* d_in, void* d_out, float* d_scratch, 
                                long long ny, long long nx, const float* h_row, const float* h_column,
                                const float* d_row, const float* d_column, int ksize, Border b, cudaStream_t stream,
                                std::string_view method = {});
-/// Convolution kernels that exist for this size ("tile", "blocked", "stream8", ...).
-[[nodiscard]] std::vector<std::string> convolve_methods(int ksize);
+/// Convolution kernels that exist for this size and element type ("tile", "blocked", "stream8",
+/// "tensor1/2/4" for u8 and f16: strips per warp; "tensor" picks them by size, ...).
+[[nodiscard]] std::vector<std::string> convolve_methods(int ksize, DType type = DType::f32);
 /// Separable kernels that exist for this size ("two_pass", "fused8", ...).
 [[nodiscard]] std::vector<std::string> separable_methods(int ksize);
 /// Whether the policy's separable method for this size and number of pixels uses the fp32 scratch image.

@@ -91,18 +91,22 @@ struct ConvolvePolicy {
   long long small_max_pixels = 1024LL * 1024 - 1;  // up to this many pixels: the tile kernel
   int stream_rows = 4;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
-  /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from this size on; from
-  /// tensor_large_size on only on images of tensor_large_min_pixels or more (cuFFT below). H100,
-  /// f16 (filters_bench, printed runs of this change): at 8192² the tensor method (1 strip per
-  /// warp) 62 GP/s at 9×9 against 127 for the blocked kernel; 60 at 15×15 against 23 (tile); 31 at
-  /// 31×31 against 9.6 (cuFFT); 12.1 at 55×55 against 8.0 (cuFFT), and 9.0 against 7.7 at 4096².
+  /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
+  /// of tensor_min_pixels or more; from tensor_large_size on only from tensor_large_min_pixels
+  /// (cuFFT below). filters_bench on an H100 at 896a480 (f16, batches): at 8192² the tensor method
+  /// 61-65 GP/s at 15×15 against 22 (tile), 32 at 31×31 against 9.6 (cuFFT), 12.5 at 55×55 against
+  /// 7.9 (cuFFT); at 9×9 the blocked kernel is faster (124 GP/s, the tensor method 62-64 in earlier
+  /// runs); below 2048² the tile kernel or cuFFT win (512², 15×15: tile 13 GP/s, tensor 4.8), and
+  /// at 55×55 cuFFT up to 2048².
   int tensor_min_size = 13;  // the first size past the blocked kernel's
+  long long tensor_min_pixels = 2048LL * 2048;
   int tensor_large_size = 49;
   long long tensor_large_min_pixels = 4096LL * 4096;
   /// `tensor_type`: the image's values are exact in fp16 (u8, f16), so the tensor method applies.
   [[nodiscard]] constexpr ConvolveChoice method_for(int ksize, long long pixels, bool tensor_type = false) const {
     const int r = ksize / 2;
-    if (tensor_type && ksize >= tensor_min_size && (ksize < tensor_large_size || pixels >= tensor_large_min_pixels))
+    if (tensor_type && ksize >= tensor_min_size && pixels >= tensor_min_pixels &&
+        (ksize < tensor_large_size || pixels >= tensor_large_min_pixels))
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reference.hpp"
@@ -43,6 +44,18 @@ class FiltersGpu : public ::testing::Test {
   Array to_host(const Array& d) {
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return d.to_host();
+  }
+  /// `in` convolved by the raw launcher with `method` (3D arrays plane by plane), back on the host.
+  Array convolve_with(const Array& in, const std::vector<float>& k, int size, Border b, std::string_view method) {
+    const Shape& s = in.shape();
+    const Array d_in = to_device(in);
+    const Array d_k =
+        to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())), const_cast<float*>(k.data())));
+    Array d_out = Array::device(in.dtype(), s, 0, stream_);
+    const bool planar3 = s.ndim() == 3;
+    gpu::launch_convolve(d_in.raw(), d_out.raw(), in.dtype(), planar3 ? s[0] : 1, s[planar3 ? 1 : 0],
+                         s[planar3 ? 2 : 1], k.data(), d_k.data<float>(), size, b, stream_, method);
+    return to_host(d_out);
   }
   cudaStream_t stream_ = nullptr;
 };
@@ -207,14 +220,7 @@ TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
             if (size > 9 && s[s.ndim() - 1] < 200) continue;  // large kernels: the wide images
             const std::vector<float> k = random_kernel(size, t == DType::f32, seed);
             const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
-            const Array d_in = to_device(in);
-            const Array d_k = to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())),
-                                                    const_cast<float*>(k.data())));
-            Array d_out = Array::device(t, s, 0, stream_);
-            const bool planar3 = s.ndim() == 3;
-            gpu::launch_convolve(d_in.raw(), d_out.raw(), t, planar3 ? s[0] : 1, s[planar3 ? 1 : 0],
-                                 s[planar3 ? 2 : 1], k.data(), d_k.data<float>(), size, b, stream_, method);
-            const Array out = to_host(d_out);
+            const Array out = convolve_with(in, k, size, b, method);
             std::vector<double> l1;
             const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
             for (std::int64_t i = 0; i < in.size(); ++i)
@@ -235,14 +241,7 @@ TEST_F(FiltersGpu, TensorConvolutionMatches) {
         for (Border b : kBorders) {
           const std::vector<float> k = random_kernel(size, seed % 2 == 1, seed);
           const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
-          const Array d_in = to_device(in);
-          const Array d_k = to_device(Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(k.size())),
-                                                  const_cast<float*>(k.data())));
-          Array d_out = Array::device(t, s, 0, stream_);
-          const bool planar3 = s.ndim() == 3;
-          gpu::launch_convolve(d_in.raw(), d_out.raw(), t, planar3 ? s[0] : 1, s[planar3 ? 1 : 0], s[planar3 ? 2 : 1],
-                               k.data(), d_k.data<float>(), size, b, stream_, "tensor");
-          const Array out = to_host(d_out);
+          const Array out = convolve_with(in, k, size, b, "tensor");
           std::vector<double> l1;
           const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
           for (std::int64_t i = 0; i < in.size(); ++i)

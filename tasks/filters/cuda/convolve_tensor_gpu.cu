@@ -294,6 +294,7 @@ void tensor_launch(const T* src, T* dst, Extent e, const float* h_kernel, const 
   long long rows = (e.ny * columns + target - 1) / target;
   rows = std::max(rows, std::min<long long>(e.ny, 2LL * ksize));
   rows = std::max(rows, 16LL);
+  rows = std::max(rows, (e.ny + 65534) / 65535);  // grid.y limit
   const std::size_t shared = sizeof(unsigned short) * 4 * S::kTable;  // 9, 18 or 36 KB
   const dim3 block(32 * kTensorWarps);
   const dim3 grid(static_cast<unsigned>((strips + kTensorWarps - 1) / kTensorWarps),

@@ -33,14 +33,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Bytes per voxel the kernels move for one opening + count (distance_gpu.cu). Octahedra and
-/// cubes (sizes < 255) on u8: row pass 5 (u8 copy of the erosion distances read by both scans,
+/// Bytes per voxel the kernels move for one opening + count of octahedra and cubes (sizes < 255,
+/// distance_gpu.cu, on u8): row pass 5 (u8 copy of the erosion distances read by both scans,
 /// left distance written, read and the result written), two column passes of 4 (forward and
-/// backward scans read and write each word), count 1. Balls on u16: row pass 14 (i32 erosion
-/// distances read twice, then 6 of u16), two windowed passes of about 6 (the window rows of a
-/// 64-row tile read with their 2n halo, the result written), count 2; the ball passes are bounded
-/// by the window arithmetic (2n + 1 add+min per voxel and pass) rather than by these bytes.
-double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 28.0 : 14.0; }
+/// backward scans read and write each word), count 1.
+constexpr double kU8BytesPerVoxelPerSize = 14.0;
 
 /// Octahedra on bits (octahedron_bits_gpu.cu; X % 32 == 0, radii up to kBitMaxRadius = 128):
 /// bytes per voxel over sizes 1..computed + 1, DRAM traffic only (the neighbour words of a
@@ -48,16 +45,35 @@ double bytes_per_voxel_per_size(Element e) { return e == Element::ball ? 28.0 : 
 /// then ⌈n/2⌉ launches that each read and write 1/8 byte per voxel; plus the erosion distances
 /// once (as the distance method's two extra sizes).
 double octahedron_bit_bytes_per_voxel(int computed) {
-  double bytes = 2.0 * bytes_per_voxel_per_size(Element::octahedron);
+  double bytes = 2.0 * kU8BytesPerVoxelPerSize;
   for (int n = 1; n <= computed + 1; ++n) bytes += 1.0 + 0.125 + ((n + 1) / 2) * 0.25;
   return bytes;
 }
 
-/// Add+min steps per voxel of the ball's windowed passes for sizes 1..computed: two passes of
-/// 2n + 1 offsets rounded up to 8 (distance_gpu.cu), each step one u16x2 lane of __viaddmin_u16x2.
+/// Window half-width of the ball's shell passes for size n (ball_shell_gpu.cu): W = ⌈(n + 1) / 8⌉·8.
+int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
+
+/// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), bytes per voxel over sizes
+/// 1..computed + 1 as if every tile were loaded (the z pass skips tiles of background and
+/// erosion voxels): rows read the u16 erosion distances and write the u8 x distances and two bit
+/// planes; the y pass reads the x distances over its 128-line tiles and their 2W halo and writes
+/// u16; the z pass reads the u16 over the same halo and the two bit planes. Plus the bounded
+/// erosion distances once (a row pass and two windowed passes of u16: about 12 bytes).
+double ball_shell_bytes_per_voxel(int computed) {
+  double bytes = 12.0;
+  for (int n = 1; n <= computed + 1; ++n) {
+    const double halo = (128.0 + 2.0 * shell_window(n)) / 128.0;
+    bytes += 2.0 + 1.0 + 0.0625 + (1.0 * halo + 2.0) + (2.0 * halo + 0.0625);
+  }
+  return bytes;
+}
+
+/// Add+min steps per voxel of the ball's shell passes for sizes 1..computed + 1: the y pass runs
+/// its whole window, 2W offsets, each step one u16x2 lane of __viaddmin_u16x2; the z pass stops
+/// early and skips background, so only the y pass counts in the floor.
 double ball_window_steps_per_voxel(int computed) {
   double steps = 0;
-  for (int n = 1; n <= computed + 1; ++n) steps += 2.0 * ((2 * n + 1 + 7) / 8 * 8);
+  for (int n = 1; n <= computed + 1; ++n) steps += 2.0 * shell_window(n);
   return steps;
 }
 
@@ -179,15 +195,19 @@ int main(int argc, char** argv) {
       for (int n = 1; n <= last && first.remaining[n] > 0; ++n) ++computed;
       const double voxels = static_cast<double>(mask.size());
       const bool bits = e == Element::octahedron && size % 32 == 0 && computed + 1 <= 128;
-      const double moved = bits ? voxels * octahedron_bit_bytes_per_voxel(computed)
-                                : voxels * bytes_per_voxel_per_size(e) * (computed + 2);
+      const bool shell = e == Element::ball && size % 2 == 0 && size >= 32 && computed + 1 <= 63;
+      const double moved = bits    ? voxels * octahedron_bit_bytes_per_voxel(computed)
+                           : shell ? voxels * ball_shell_bytes_per_voxel(computed)
+                                   : voxels * kU8BytesPerVoxelPerSize * (computed + 2);
       const double bytes_floor = moved / bandwidth;
       const double compute_floor =
-          e == Element::ball ? voxels * ball_window_steps_per_voxel(computed) / voxel_steps_per_second : 0.0;
+          shell ? voxels * ball_window_steps_per_voxel(computed) / voxel_steps_per_second : 0.0;
       const double floor = bytes_floor > compute_floor ? bytes_floor : compute_floor;
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
-                            {"method", bits ? "bit-packed openings (1 cross step per launch)" : "distance passes"},
+                            {"method", bits    ? "bit-packed openings (1 cross step per launch)"
+                                       : shell ? "shell passes (rows to bits, windowed y, z with early stop)"
+                                               : "distance passes"},
                             {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
                             {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},
                             {"foreground", first.remaining[0]}, {"curve", first.remaining},
@@ -207,6 +227,17 @@ int main(int argc, char** argv) {
                       run.remaining == first.remaining ? "" : "  CURVE DIFFERS");
         }
         row["bit_steps"] = by_steps;
+      }
+      if (shell) {  // the former method on the same volume: row pass, two windowed passes, count
+        morphology::GranulometryOptions o = options;
+        o.ball_windowed = true;
+        const auto t = Clock::now();
+        const auto run = morphology::granulometry_gpu(d_mask, o, stream);
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const double seconds = seconds_since(t);
+        row["windowed_passes"] = {{"gpu_seconds", seconds}, {"same_curve", run.remaining == first.remaining}};
+        std::printf("       ball by the windowed passes instead: %.3f s%s\n", seconds,
+                    run.remaining == first.remaining ? "" : "  CURVE DIFFERS");
       }
       double cupy = -1, scipy = -1;
       for (const char* lib : {"cupy", "scipy"}) {

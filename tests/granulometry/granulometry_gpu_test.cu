@@ -198,6 +198,48 @@ TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
   check(solid, -1, 0, -1, "corner");
 }
 
+// Balls with --max-size take the shell method (ball_shell_gpu.cu) for even X ≥ 32 and radii up
+// to 63, the windowed passes otherwise: both give the CPU's curves and size maps. The shapes
+// cut the row segment (1030), the bit words (34), the x tile (96) and the y and z tiles (> 128
+// lines); the solid ball of radius 66 reaches every window radius up to 63 and beyond it.
+TEST(GranulometryGpu, BallShellMatchesCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
+  auto check = [&](const Array& mask, int last, std::int64_t first, std::int64_t end, const std::string& what) {
+    Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+    morphology::GranulometryOptions o{Element::ball, last, true, {}};
+    o.first_plane = first;
+    o.end_plane = end;
+    const auto cpu = morphology::granulometry_cpu(mask, o);
+    for (bool windowed : {false, true}) {
+      o.ball_windowed = windowed;
+      const auto gpu = morphology::granulometry_gpu(d_mask, o, stream);
+      EXPECT_EQ(cpu.remaining, gpu.remaining)
+          << what << " last " << last << " planes " << first << ".." << end << " windowed " << windowed;
+      EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
+          << "size map " << what << " last " << last << " windowed " << windowed;
+    }
+  };
+  std::uint32_t seed = 71;
+  for (const Shape& s : {Shape(70, 45, 96), Shape(20, 9, 1030), Shape(33, 17, 34), Shape(140, 20, 32),
+                         Shape(9, 150, 64)}) {
+    const Array mask = balls(s, 24, 0.4, seed++);
+    check(mask, 30, 0, -1, s.str());
+    const std::int64_t z = s[0];
+    check(mask, 12, z / 3, 2 * z / 3, s.str());
+  }
+  Array solid = balls(Shape(135, 134, 136), 5, 0.05, seed++);
+  std::uint8_t* p = solid.data<std::uint8_t>();
+  for (std::int64_t zz = 0; zz < 135; ++zz)
+    for (std::int64_t yy = 0; yy < 134; ++yy)
+      for (std::int64_t xx = 0; xx < 136; ++xx) {
+        const std::int64_t d = (zz - 67) * (zz - 67) + (yy - 67) * (yy - 67) + (xx - 68) * (xx - 68);
+        if (d <= 66 * 66) p[(zz * 134 + yy) * 136 + xx] = 1;
+      }
+  check(solid, 68, 0, -1, "ball of radius 66");
+}
+
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p);
   std::stringstream ss;

@@ -529,7 +529,7 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& d, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
-                          cudaStream_t stream, int bit_steps) {
+                          cudaStream_t stream, int bit_steps, bool ball_windowed) {
   using P = DistancePolicy;
   if (d.voxels() == 0 || count_voxels == 0) return;
   const SeedRule seeds{nullptr, distance, r};
@@ -539,6 +539,10 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     auto* f = static_cast<std::int32_t*>(work);
     launch_distance_transform(seeds, f, stacks, d, element, stream);
     count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
+  } else if (element == Element::ball && distance16 && !ball_windowed &&
+             ball_shell_applies(d, r, count_first, count_voxels)) {
+    launch_ball_shell_opening_count(distance16, r, work, d, size_map, n, count_first, count_voxels, count, stream);
+    return;
   } else if (element == Element::ball) {
     // Only squared distances ≤ r = n² matter, so u16 values, and the y and z passes need only the
     // offsets |d| ≤ n: windowed minima in shared memory (no envelope stacks, no divergence),

@@ -61,7 +61,8 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 /// size_map ← n there (if set). `work` holds one i32 per voxel; the passes use it as u16 (values
 /// saturate at 65535) except for balls of r = n² ≥ 65535. `stacks` holds 3 × voxels i32 (balls).
 /// `distance16` (may be null; balls) is D from launch_bounded_ball_distance with bound ≥ r, used
-/// instead of `distance` (which may then be null).
+/// instead of `distance` (which may then be null); with it, the shell method of
+/// launch_ball_shell_opening_count where it applies, unless `ball_windowed`.
 /// `distance8` (may be null) is min(D, 255): octahedra and cubes with r < 255 then run on u8
 /// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0.
 /// Only voxels [count_first, count_first + count_voxels) of the volume are counted (and written
@@ -70,7 +71,20 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const std::uint8_t* distance8, std::int64_t r, void* work, std::int32_t* stacks,
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
-                          cudaStream_t stream, int bit_steps = 0);
+                          cudaStream_t stream, int bit_steps = 0, bool ball_windowed = false);
+
+/// Whether launch_ball_shell_opening_count takes the ball opening of r on a box of dims d
+/// (X even and ≥ 32, ⌊√r⌋ ≤ 63, the counted voxels whole planes).
+[[nodiscard]] bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_first,
+                                      std::int64_t count_voxels);
+/// Ball opening of r (ball_shell_gpu.cu): *count += |{p counted : d(p, {D > r}) ≤ r}| and
+/// size_map ← n there (if set), from `distance16` (launch_bounded_ball_distance with bound ≥ r):
+/// a row pass to bits and u8 x distances, a windowed y pass on u16 pairs, and a z pass that
+/// counts, skipping background and erosion voxels and stopping once every voxel is decided.
+/// `work` holds 4 bytes per voxel.
+void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
+                                     std::int32_t* size_map, int n, std::int64_t count_first,
+                                     std::int64_t count_voxels, unsigned long long* count, cudaStream_t stream);
 
 /// Whether launch_bit_octahedron_opening_count takes the opening of radius r of a box of dims d
 /// (X % 32 == 0, 1 ≤ r ≤ DistancePolicy::kBitMaxRadius, no size map).

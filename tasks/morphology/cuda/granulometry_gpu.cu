@@ -16,6 +16,7 @@ class GpuBackend {
  public:
   GpuBackend(const Array& mask, const GranulometryOptions& options, cudaStream_t stream)
       : mask_(mask), element_(options.element), max_size_(options.max_size), bit_steps_(options.bit_steps),
+        ball_windowed_(options.ball_windowed),
         stream_(stream) {
     if (mask.shape().ndim() != 3)
       throw ConfigError("granulometry: expected a 3D volume, got shape " + mask.shape().str());
@@ -117,7 +118,7 @@ class GpuBackend {
                                distance8_.empty() ? nullptr : distance8_.data<std::uint8_t>() + at, r, work_.raw(),
                                stacks(), box, element_, update_size_map ? size_map_.data<std::int32_t>() : nullptr,
                                n, plane_offset(planes_.first - z0), planes_.count() * plane(), slot, stream_,
-                               bit_steps_);
+                               bit_steps_, ball_windowed_);
   }
 
   void flush() {
@@ -159,6 +160,7 @@ class GpuBackend {
   Element element_;
   int max_size_ = -1;
   int bit_steps_ = 0;
+  bool ball_windowed_ = false;
   cudaStream_t stream_;
   int device_ = 0;
   cuda::VolumeDims dims_{};

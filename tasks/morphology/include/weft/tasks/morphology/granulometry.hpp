@@ -30,6 +30,9 @@ struct GranulometryOptions {
   /// GPU octahedra on bits: cross steps fused per launch, 1 to 4 (0: the tuned default). For
   /// benchmarks and tests; every value gives the same result.
   int bit_steps = 0;
+  /// GPU balls: the row pass, two windowed passes and a count per size instead of the shell
+  /// method (ball_shell_gpu.cu). For benchmarks and tests; both give the same result.
+  bool ball_windowed = false;
 };
 
 struct GranulometryResult {

@@ -1,8 +1,9 @@
 // Ball openings of radius w = ⌊√r⌋ ≤ 63 from the bounded erosion distances D (u16), three
 // launches per size instead of the row pass, two windowed passes and a count:
-// 1. rows: E = {D > r} and F = {D > 0} as bits (ballots), and dx = the distance along x to the
-//    nearest E voxel of the row (clz / ffs of 64-bit windows of the bits), ≤ w, else 255, as u8;
-// 2. y: g = min over |dy| < W of dx(y + dy)² + dy², capped at r + 1, on u16 pairs;
+// 1. pack: E = {D > r} and F = {D > 0} as bits (a ballot per 32 voxels);
+// 2. y: per window row, dx = the distance along x to the nearest E voxel of the row (clz / ffs
+//    of 64-bit windows of the bits, ≤ w, else none), then g = min over |dy| < W of dx(y + dy)² +
+//    dy², capped at r + 1, on u16 pairs, stopping once no further offset can lower a minimum;
 // 3. z, counted planes only: a voxel is in the opening iff it is in E, or it is in F and
 //    min over |dz| < W of g(z + dz) + dz² ≤ r. Background voxels are never in it (every ball
 //    centred in E lies in the foreground), so a warp whose voxels are all in E or background
@@ -20,68 +21,60 @@
 namespace weft::morphology::cuda {
 namespace {
 
-constexpr int kRowThreads = 256;
-constexpr int kSegment = 1024;  // voxels of a row per block iteration
-constexpr int kHaloWords = 2;   // 64 bits each side of the segment: every dx ≤ 63
-constexpr int kStaged = kSegment / 32 + 2 * kHaloWords;
+constexpr int kPackThreads = 256;
+constexpr int kPackChunks = 8;             // u16 loads per lane in flight before their ballots
 constexpr int kWarps = 16;                 // line tiles of kWarps × kItems outputs
 constexpr int kItems = 8;                  // consecutive outputs per thread along the line
 constexpr int kTile = kWarps * kItems;
 constexpr int kTileX = 64;                 // voxels across a tile: 32 lanes × a u16 pair
+constexpr int kRowWords = kTileX / 32 + 4;  // bit words of a tile row with 64 bits each side
+constexpr int kStage = 8;                  // window rows loaded per thread before they are stored
 constexpr std::uint32_t kSplat = 0x10001u;
 static_assert(kItems == 8, "the window runs in blocks of 8 offsets");
 
 __host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// Row pass, one block per row (segments of kSegment voxels with 64 bits of halo each side).
-__global__ __launch_bounds__(kRowThreads) void ball_row_kernel(const std::uint16_t* D, std::int64_t rows, int X,
-                                                               int wpr, std::uint32_t r, int w, std::uint8_t* dx8,
-                                                               std::uint32_t* ebits, std::uint32_t* fbits) {
-  __shared__ std::uint32_t E[kStaged];
-  __shared__ std::uint32_t F[kSegment / 32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const std::uint16_t* src = D + row * X;
-    for (int seg = 0; seg < X; seg += kSegment) {
-      for (int j = warp; j < kStaged; j += kRowThreads / 32) {
-        const int q = seg - 32 * kHaloWords + 32 * j + lane;
-        const std::uint32_t v = (q >= 0 && q < X) ? src[q] : 0u;
-        const std::uint32_t e = __ballot_sync(~0u, v > r);
-        const std::uint32_t f = __ballot_sync(~0u, v > 0);
-        if (lane == 0) {
-          E[j] = e;
-          if (j >= kHaloWords && j < kStaged - kHaloWords) F[j - kHaloWords] = f;
+/// E and F bits of rows of X voxels, ⌈X/32⌉ words a row: one warp per run of 1024 voxels of a
+/// row, a ballot per 32 voxels, lane c keeping word c, so that each warp stores its words at once.
+__global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint16_t* D, unsigned rows, int X,
+                                                                 int wpr, std::uint32_t r, std::uint32_t* ebits,
+                                                                 std::uint32_t* fbits) {
+  const int lane = threadIdx.x & 31;
+  const unsigned runs_per_row = static_cast<unsigned>(ceil_div(X, 1024)), tasks = rows * runs_per_row;
+  const unsigned warps = gridDim.x * (kPackThreads / 32);
+  for (unsigned t = blockIdx.x * (kPackThreads / 32) + (threadIdx.x >> 5); t < tasks; t += warps) {
+    const unsigned row = t / runs_per_row;
+    const int x0 = static_cast<int>(t % runs_per_row) * 1024;
+    const std::uint16_t* src = D + static_cast<std::int64_t>(row) * X;
+    std::uint32_t my_e = 0, my_f = 0;
+    for (int c0 = 0; c0 < 32; c0 += kPackChunks) {
+      std::uint32_t v[kPackChunks];
+#pragma unroll
+      for (int c = 0; c < kPackChunks; ++c) {
+        const int x = x0 + 32 * (c0 + c) + lane;
+        v[c] = x < X ? src[x] : 0u;
+      }
+#pragma unroll
+      for (int c = 0; c < kPackChunks; ++c) {
+        const std::uint32_t e = __ballot_sync(~0u, v[c] > r), f = __ballot_sync(~0u, v[c] > 0);
+        if (lane == c0 + c) {
+          my_e = e;
+          my_f = f;
         }
       }
-      __syncthreads();
-      for (int k = threadIdx.x; k < kSegment && seg + k < X; k += kRowThreads) {
-        const int p = k + 32 * kHaloWords;  // staged bit of this voxel
-        // Bits p − 63 .. p (bit 63 = p): the nearest E on the left is clz away.
-        const int s = p - 63, c = s >> 5, e = s & 31;
-        const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(E[c + 1], E[c + 2], e)) << 32) |
-                                   __funnelshift_r(E[c], E[c + 1], e);
-        // Bits p .. p + 63 (bit 0 = p): the nearest on the right is ffs − 1 away.
-        const int cr = p >> 5, er = p & 31;
-        const std::uint64_t right = (static_cast<std::uint64_t>(__funnelshift_r(E[cr + 1], E[cr + 2], er)) << 32) |
-                                    __funnelshift_r(E[cr], E[cr + 1], er);
-        const int dl = __clzll(static_cast<long long>(left));  // 64 if none
-        const int dr = right ? __ffsll(static_cast<long long>(right)) - 1 : 64;
-        const int dx = dl < dr ? dl : dr;
-        dx8[row * X + seg + k] = static_cast<std::uint8_t>(dx <= w ? dx : 255);
-      }
-      const int word = seg / 32 + static_cast<int>(threadIdx.x);
-      if (threadIdx.x < kSegment / 32 && word < wpr) {
-        ebits[row * wpr + word] = E[threadIdx.x + kHaloWords];
-        fbits[row * wpr + word] = F[threadIdx.x];
-      }
-      __syncthreads();  // the next segment overwrites E and F
+    }
+    const int word = x0 / 32 + lane;
+    if (word < wpr) {
+      ebits[static_cast<std::int64_t>(row) * wpr + word] = my_e;
+      fbits[static_cast<std::int64_t>(row) * wpr + word] = my_f;
     }
   }
 }
 
 /// acc[k] ← min(acc[k], window row (k + d) + d²) over d in [−W, W), centre out in blocks of 8
 /// offsets (0..7 and −1..−8 first); `column` is this thread's column at the row of item 0 and
-/// offset 0. After each pair of blocks `done()` may stop the loop (it must be warp-uniform).
+/// offset 0. After each pair of blocks `done(next)` may stop the loop (it must be warp-uniform);
+/// the offsets still to come are all at least `next` away.
 template <class Done>
 __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, std::uint32_t (&acc)[kItems],
                                            Done done) {
@@ -105,36 +98,53 @@ __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, s
 #pragma unroll
       for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[k - di + 7], off, acc[k]);
     }
-    if (done()) return;
+    if (done(b + 8)) return;
   }
 }
 
-/// y pass: tiles of kTileX x × kTile y of one plane; g (u16 pairs) ← the capped minima.
-__global__ __launch_bounds__(32 * kWarps) void ball_y_kernel(const std::uint8_t* dx8, std::uint32_t* g, int X,
-                                                             int Y, std::int64_t Z, int w, int r, int W) {
-  extern __shared__ std::uint32_t win[];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const std::int64_t x_tiles = ceil_div(X, kTileX), y_tiles = ceil_div(Y, kTile);
-  const std::int64_t tiles = x_tiles * y_tiles * Z;
+/// y pass: tiles of kTileX x × kTile y of one plane; g (u16 pairs) ← the capped minima. The
+/// window rows are first staged as E bits (the tile's two words and two each side), then turned
+/// into dx² per voxel.
+__global__ __launch_bounds__(32 * kWarps) void ball_y_kernel(const std::uint32_t* ebits, std::uint32_t* g, int X,
+                                                             int Y, int Z, int wpr, int w, int r, int W) {
+  extern __shared__ std::uint32_t win[];  // (kTile + 2W) rows of 32 words, then their bits
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+  const unsigned x_tiles = static_cast<unsigned>(ceil_div(X, kTileX)), y_tiles = static_cast<unsigned>(ceil_div(Y, kTile));
+  const unsigned tiles = x_tiles * y_tiles * static_cast<unsigned>(Z);
   const std::uint32_t cap1 = static_cast<std::uint32_t>(r + 1), cap = cap1 * kSplat;
   const int rows = kTile + 2 * W;
-  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::int64_t xt = t % x_tiles, rest = t / x_tiles;
+  std::uint32_t* bits = win + rows * 32;
+  for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const unsigned xt = t % x_tiles, rest = t / x_tiles;
     const int y0 = static_cast<int>(rest % y_tiles) * kTile;
     const std::int64_t z = rest / y_tiles;
-    const int x = static_cast<int>(xt) * kTileX + 2 * tx;
-    const bool x_in = x < X;
-    const std::uint8_t* plane = dx8 + z * Y * X + x;
+    const int word0 = static_cast<int>(xt) * (kTileX / 32) - 2;
+    for (int i = tid; i < rows * kRowWords; i += 32 * kWarps) {
+      const int row = i / kRowWords, j = i % kRowWords;
+      const int y = y0 - W + row, word = word0 + j;
+      bits[i] = (y >= 0 && y < Y && word >= 0 && word < wpr) ? ebits[(z * Y + y) * wpr + word] : 0u;
+    }
+    __syncthreads();
     int near = 0;
+    const int p = 64 + 2 * tx;  // staged bit of this thread's first voxel
     for (int row = ty; row < rows; row += kWarps) {
-      const int y = y0 - W + row;
-      std::uint32_t v = cap;
-      if (x_in && y >= 0 && y < Y) {
-        const std::uint32_t two = *reinterpret_cast<const std::uint16_t*>(plane + static_cast<std::int64_t>(y) * X);
-        const std::uint32_t d0 = two & 0xFFu, d1 = two >> 8;
-        const bool n0 = d0 <= static_cast<std::uint32_t>(w), n1 = d1 <= static_cast<std::uint32_t>(w);
-        v = (n0 ? d0 * d0 : cap1) | ((n1 ? d1 * d1 : cap1) << 16);
-        near |= static_cast<int>(n0 || n1);
+      const std::uint32_t* E = bits + row * kRowWords;
+      std::uint32_t v = 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = p + h;
+        const int s = q - 63, c = s >> 5, e = s & 31;  // bits q − 63 .. q: nearest on the left
+        const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(E[c + 1], E[c + 2], e)) << 32) |
+                                   __funnelshift_r(E[c], E[c + 1], e);
+        const int cr = q >> 5, er = q & 31;  // bits q .. q + 63: nearest on the right
+        const std::uint64_t right = (static_cast<std::uint64_t>(__funnelshift_r(E[cr + 1], E[cr + 2], er)) << 32) |
+                                    __funnelshift_r(E[cr], E[cr + 1], er);
+        const int dl = __clzll(static_cast<long long>(left));  // 64 if none
+        const int dr = right ? __ffsll(static_cast<long long>(right)) - 1 : 64;
+        const std::uint32_t dx = static_cast<std::uint32_t>(dl < dr ? dl : dr);
+        const bool in = dx <= static_cast<std::uint32_t>(w);
+        near |= static_cast<int>(in);
+        v |= (in ? dx * dx : cap1) << (16 * h);
       }
       win[row * 32 + tx] = v;
     }
@@ -142,8 +152,16 @@ __global__ __launch_bounds__(32 * kWarps) void ball_y_kernel(const std::uint8_t*
     std::uint32_t acc[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) acc[k] = cap;
-    if (any) window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [] { return false; });
-    if (x_in) {
+    // Exact minima stop early: once acc ≤ d² of the next offsets, none of them lowers it.
+    if (any)
+      window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&](int next) {
+        bool all = true;
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) all = all && __vcmpleu2(acc[k], static_cast<std::uint32_t>(next * next) * kSplat) == ~0u;
+        return __all_sync(~0u, all);
+      });
+    const int x = static_cast<int>(xt) * kTileX + 2 * tx;
+    if (x < X) {
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
         const int y = y0 + ty * kItems + k;
@@ -162,13 +180,14 @@ __global__ __launch_bounds__(32 * kWarps) void ball_z_count_kernel(
   __shared__ unsigned long long partial[kWarps];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t plane = static_cast<std::int64_t>(Y) * X;
-  const std::int64_t x_tiles = ceil_div(X, kTileX), z_tiles = ceil_div(zc1 - zc0, kTile);
-  const std::int64_t tiles = x_tiles * z_tiles * Y;
+  const unsigned x_tiles = static_cast<unsigned>(ceil_div(X, kTileX)),
+                 z_tiles = static_cast<unsigned>(ceil_div(zc1 - zc0, kTile));
+  const unsigned tiles = x_tiles * z_tiles * static_cast<unsigned>(Y);
   const std::uint32_t cap = static_cast<std::uint32_t>(r + 1) * kSplat, rr = static_cast<std::uint32_t>(r) * kSplat;
   const int rows = kTile + 2 * W;
   unsigned long long c = 0;
-  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::int64_t xt = t % x_tiles, rest = t / x_tiles;
+  for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const unsigned xt = t % x_tiles, rest = t / x_tiles;
     const int z0 = zc0 + static_cast<int>(rest % z_tiles) * kTile;
     const int y = static_cast<int>(rest / z_tiles);
     const int x = static_cast<int>(xt) * kTileX + 2 * tx;
@@ -179,7 +198,7 @@ __global__ __launch_bounds__(32 * kWarps) void ball_z_count_kernel(
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
         const int z = z0 + ty * kItems + k;
-        if (z >= zc1) break;
+        if (z >= zc1) continue;
         const std::int64_t i = (static_cast<std::int64_t>(z) * Y + y) * wpr + (x >> 5);
         const std::uint32_t e = (ebits[i] >> (x & 31)) & 3u, f = (fbits[i] >> (x & 31)) & 3u;
         found |= e << (2 * k);
@@ -188,16 +207,24 @@ __global__ __launch_bounds__(32 * kWarps) void ball_z_count_kernel(
     }
     if (__syncthreads_or(pending != 0)) {
       const std::uint32_t* column = g + (static_cast<std::int64_t>(y) * X + x) / 2;
-      for (int row = ty; row < rows; row += kWarps) {
-        const int z = z0 - W + row;
-        win[row * 32 + tx] = (x_in && z >= 0 && z < Z) ? column[static_cast<std::int64_t>(z) * plane / 2] : cap;
+      for (int row0 = ty; row0 < rows; row0 += kWarps * kStage) {  // kStage loads in flight
+        std::uint32_t v[kStage];
+#pragma unroll
+        for (int i = 0; i < kStage; ++i) {
+          const int z = z0 - W + row0 + i * kWarps;
+          v[i] = (x_in && row0 + i * kWarps < rows && z >= 0 && z < Z)
+                     ? column[static_cast<std::int64_t>(z) * plane / 2] : cap;
+        }
+#pragma unroll
+        for (int i = 0; i < kStage; ++i)
+          if (row0 + i * kWarps < rows) win[(row0 + i * kWarps) * 32 + tx] = v[i];
       }
       __syncthreads();
       if (__any_sync(~0u, pending != 0)) {
         std::uint32_t acc[kItems];
 #pragma unroll
         for (int k = 0; k < kItems; ++k) acc[k] = cap;
-        window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&] {
+        window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&](int) {
           unsigned hits = 0;
 #pragma unroll
           for (int k = 0; k < kItems; ++k) {
@@ -251,9 +278,11 @@ int window_radius(std::int64_t r) {
 
 bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_first, std::int64_t count_voxels) {
   const std::int64_t plane = d.y * d.x;
-  constexpr std::int64_t kMax = 1 << 30;
-  return r >= 0 && window_radius(r) <= 63 && d.x % 2 == 0 && d.x >= 32 && plane > 0 && d.x < kMax && d.y < kMax &&
-         d.z < kMax && count_first % plane == 0 && count_voxels % plane == 0;
+  // Tile and task indices are 32-bit: tiles of 64 × 128 voxels and runs of 1024 below 2^32.
+  constexpr std::int64_t kMaxVoxels = std::int64_t{1} << 40;
+  return r >= 0 && window_radius(r) <= 63 && d.x % 2 == 0 && d.x >= 32 && plane > 0 && d.voxels() < kMaxVoxels &&
+         d.x < (1 << 30) && d.y < (1 << 30) && d.z < (1 << 30) && count_first % plane == 0 &&
+         count_voxels % plane == 0;
 }
 
 void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
@@ -267,22 +296,23 @@ void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64
   const int X = static_cast<int>(d.x), Y = static_cast<int>(d.y), Z = static_cast<int>(d.z);
   const int wpr = static_cast<int>(ceil_div(X, 32));
   const std::int64_t rows = d.z * d.y, voxels = d.voxels();
-  // work (4 bytes per voxel): g (u16), dx (u8), then E and F bits at a 16-byte boundary
+  // work (4 bytes per voxel): g (u16), then E and F bits at a 16-byte boundary
   // (2 · rows · wpr words ≤ voxels / 2 bytes for X ≥ 32).
   auto* base = static_cast<std::uint8_t*>(work);
   auto* g = reinterpret_cast<std::uint32_t*>(base);
-  auto* dx8 = base + 2 * voxels;
-  auto* ebits = reinterpret_cast<std::uint32_t*>(base + (3 * voxels + 15) / 16 * 16);
+  auto* ebits = reinterpret_cast<std::uint32_t*>(base + (2 * voxels + 15) / 16 * 16);
   auto* fbits = ebits + rows * wpr;
-  const unsigned row_grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
-  ball_row_kernel<<<row_grid, kRowThreads, 0, stream>>>(distance16, rows, X, wpr, static_cast<std::uint32_t>(r), w,
-                                                        dx8, ebits, fbits);
-  check_launch("ball_row_kernel", stream);
+  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
+  ball_pack_kernel<<<static_cast<unsigned>(pack_blocks < (1 << 20) ? pack_blocks : (1 << 20)), kPackThreads, 0,
+                     stream>>>(distance16, static_cast<unsigned>(rows), X, wpr, static_cast<std::uint32_t>(r), ebits,
+                               fbits);
+  check_launch("ball_pack_kernel", stream);
   const std::size_t shared = static_cast<std::size_t>(kTile + 2 * W) * 32 * sizeof(std::uint32_t);
+  const std::size_t y_shared = shared + static_cast<std::size_t>(kTile + 2 * W) * kRowWords * sizeof(std::uint32_t);
   const dim3 block(32, kWarps);
   const std::int64_t y_tiles = ceil_div(X, kTileX) * ceil_div(Y, kTile) * d.z;
-  ball_y_kernel<<<resident_grid(ball_y_kernel, 32 * kWarps, shared, y_tiles), block, shared, stream>>>(
-      dx8, g, X, Y, d.z, w, static_cast<int>(r), W);
+  ball_y_kernel<<<resident_grid(ball_y_kernel, 32 * kWarps, y_shared, y_tiles), block, y_shared, stream>>>(
+      ebits, g, X, Y, Z, wpr, w, static_cast<int>(r), W);
   check_launch("ball_y_kernel", stream);
   const std::int64_t plane = d.y * d.x;
   const int zc0 = static_cast<int>(count_first / plane), zc1 = static_cast<int>((count_first + count_voxels) / plane);

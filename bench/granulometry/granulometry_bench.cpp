@@ -55,15 +55,17 @@ int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
 
 /// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), bytes per voxel over sizes
 /// 1..computed + 1 as if every tile were loaded (the z pass skips tiles of background and
-/// erosion voxels): rows read the u16 erosion distances and write the u8 x distances and two bit
-/// planes; the y pass reads the x distances over its 128-line tiles and their 2W halo and writes
-/// u16; the z pass reads the u16 over the same halo and the two bit planes. Plus the bounded
-/// erosion distances once (a row pass and two windowed passes of u16: about 12 bytes).
+/// erosion voxels): the pack reads the u16 erosion distances and writes two bit planes; the y
+/// pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
+/// writes u16; the z pass reads the u16 over the same halo and the two bit planes. Plus the
+/// bounded erosion distances once (a row pass and two windowed passes of u16: about 12 bytes).
+/// (granulometry.json at 7cb4e67 was written with the model of f256ab8, whose row pass also
+/// wrote and the y pass read u8 x distances: 434 GB at 1024³ where this model gives 367 GB.)
 double ball_shell_bytes_per_voxel(int computed) {
   double bytes = 12.0;
   for (int n = 1; n <= computed + 1; ++n) {
     const double halo = (128.0 + 2.0 * shell_window(n)) / 128.0;
-    bytes += 2.0 + 1.0 + 0.0625 + (1.0 * halo + 2.0) + (2.0 * halo + 0.0625);
+    bytes += (2.0 + 0.25) + (3.0 / 8.0 * halo + 2.0) + (2.0 * halo + 0.25);
   }
   return bytes;
 }
@@ -206,7 +208,7 @@ int main(int argc, char** argv) {
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
                             {"method", bits    ? "bit-packed openings (1 cross step per launch)"
-                                       : shell ? "shell passes (rows to bits, windowed y, z with early stop)"
+                                       : shell ? "shell passes (bits, windowed y from them, z with early stop)"
                                                : "distance passes"},
                             {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
                             {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},

@@ -79,8 +79,9 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                                       std::int64_t count_voxels);
 /// Ball opening of r (ball_shell_gpu.cu): *count += |{p counted : d(p, {D > r}) ≤ r}| and
 /// size_map ← n there (if set), from `distance16` (launch_bounded_ball_distance with bound ≥ r):
-/// a row pass to bits and u8 x distances, a windowed y pass on u16 pairs, and a z pass that
-/// counts, skipping background and erosion voxels and stopping once every voxel is decided.
+/// a pack of the erosion and the foreground to bits, a y pass that turns the bits into x
+/// distances and takes windowed minima on u16 pairs, and a z pass that counts, skipping
+/// background and erosion voxels and stopping once every voxel is decided.
 /// `work` holds 4 bytes per voxel.
 void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
                                      std::int32_t* size_map, int n, std::int64_t count_first,

@@ -157,7 +157,8 @@ __global__ __launch_bounds__(32 * kWarps) void ball_y_kernel(const std::uint32_t
       window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&](int next) {
         bool all = true;
 #pragma unroll
-        for (int k = 0; k < kItems; ++k) all = all && __vcmpleu2(acc[k], static_cast<std::uint32_t>(next * next) * kSplat) == ~0u;
+        for (int k = 0; k < kItems; ++k)
+          all = all && __vcmpleu2(acc[k], static_cast<std::uint32_t>(next * next) * kSplat) == ~0u;
         return __all_sync(~0u, all);
       });
     const int x = static_cast<int>(xt) * kTileX + 2 * tx;
@@ -268,21 +269,19 @@ unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int6
   return static_cast<unsigned>(tiles < 1 ? 1 : (tiles < resident ? tiles : resident));
 }
 
-int window_radius(std::int64_t r) {
-  int w = 0;  // ⌊√r⌋, exactly
-  while (static_cast<std::int64_t>(w + 1) * (w + 1) <= r) ++w;
-  return w;
-}
-
 }  // namespace
 
 bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_first, std::int64_t count_voxels) {
   const std::int64_t plane = d.y * d.x;
-  // Tile and task indices are 32-bit: tiles of 64 × 128 voxels and runs of 1024 below 2^32.
-  constexpr std::int64_t kMaxVoxels = std::int64_t{1} << 40;
-  return r >= 0 && window_radius(r) <= 63 && d.x % 2 == 0 && d.x >= 32 && plane > 0 && d.voxels() < kMaxVoxels &&
-         d.x < (1 << 30) && d.y < (1 << 30) && d.z < (1 << 30) && count_first % plane == 0 &&
-         count_voxels % plane == 0;
+  if (r < 0 || window_radius(r) > 63 || d.x % 2 != 0 || d.x < 32 || plane <= 0 || count_first % plane != 0 ||
+      count_voxels % plane != 0)
+    return false;
+  // The kernels loop over tiles and runs with 32-bit indices (t += gridDim stays below 2^32):
+  // every count, padded tiles included, below 2^31.
+  constexpr std::int64_t kMax = std::int64_t{1} << 31;
+  const std::int64_t x_tiles = ceil_div(d.x, kTileX);
+  return d.x < kMax && d.y < kMax && d.z < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax &&
+         x_tiles * ceil_div(d.y, kTile) * d.z < kMax && x_tiles * ceil_div(d.z, kTile) * d.y < kMax;
 }
 
 void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,

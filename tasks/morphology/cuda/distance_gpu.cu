@@ -485,12 +485,17 @@ void launch_window(void* in, void* out, const VolumeDims& d, int axis, int w, st
   check_launch(name, stream);
 }
 
+int window_radius(std::int64_t r) {
+  int w = 0;
+  while (static_cast<std::int64_t>(w + 1) * (w + 1) <= r) ++w;
+  return w;
+}
+
 void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& d, int axis,
                             std::int64_t r, cudaStream_t stream) {
   using P = DistancePolicy;
   if (r < 0 || r >= 0xFFFF) throw ConfigError("parabola window: r must be in [0, 65535), got " + std::to_string(r));
-  int w = 0;  // ⌊√r⌋, exactly
-  while (std::int64_t(w + 1) * (w + 1) <= r) ++w;
+  const int w = window_radius(r);
   void* src = const_cast<std::uint16_t*>(in);
   const char* name = axis == 1 ? "window_kernel(parabola, y)" : "window_kernel(parabola, z)";
   // Packed pairs need every element offset even (X even: then Y·X and the volume are too).

@@ -98,6 +98,9 @@ void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int
                                          const VolumeDims& d, std::int64_t count_first, std::int64_t count_voxels,
                                          unsigned long long* count, cudaStream_t stream, int steps = 0);
 
+/// ⌊√r⌋ exactly (r ≥ 0): the window half-width of the ball passes for squared radius r.
+[[nodiscard]] int window_radius(std::int64_t r);
+
 /// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
 /// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.
 /// Exact wherever the full transform is ≤ r (its minimiser is within w); > r exactly elsewhere.

@@ -4,6 +4,8 @@
 // shared pairs, beside OpenCV DualTVL1 on the CPU (bench/results/flow_opencv_cpu.json).
 // Per-stage GPU times (CUDA events) of TV-L1 at every size: where the time goes.
 // Usage: flow_bench [--quick]   (--quick: 640x480 and the pairs only)
+//        flow_bench --seed [W H fp32|fp16]   TV-L1 at the seed's setting only, per stage (prints,
+//                                            writes nothing); with a size, 3 calls of it (profilers)
 //        flow_bench --farm [PAIRS]   video farm over every GPU of this process against one GPU
 //                                    (1920x1080, TV-L1 defaults): bench/results/flow_farm.json
 #include <chrono>
@@ -220,9 +222,40 @@ int farm_main(int argc, char** argv, int pairs) {
   return 0;
 }
 
+// TV-L1 at the seed's setting only, every size and precision, with per-stage times; prints, writes
+// nothing (for comparing kernel variants, e.g. WEFT_FLOW_FUSED_LAYOUT=shared|columns4|columns8).
+// With W H PRECISION: that size and precision only, 3 calls (for profilers).
+int seed_main(int argc, char** argv) {
+  if (argc == 5) {
+    cudaStream_t s;
+    WEFT_CUDA_CHECK(cudaStreamCreate(&s));
+    const int w = std::atoi(argv[2]), h = std::atoi(argv[3]);
+    const Array a = upload(texture(w, h, 0, 0), s), b = upload(texture(w, h, 1.5, 0.7), s);
+    const FlowParams p = seed_setting(Method::tvl1, std::strcmp(argv[4], "fp16") == 0 ? Precision::fp16 : Precision::fp32);
+    std::printf("%dx%d %s: %.3f ms\n", w, h, argv[4], time_ms(a, b, p, 2, s));
+    return 0;
+  }
+  cudaStream_t s;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&s));
+  std::printf("%-5s %-10s %9s %8s %8s %8s %8s %8s %8s\n", "prec", "size", "ms/frame", "input", "pyramid", "warp",
+              "iterate", "upsample", "stages");
+  for (Precision pr : {Precision::fp32, Precision::fp16})
+    for (auto [w, h] : {std::pair{640, 480}, std::pair{1920, 1080}, std::pair{3840, 2160}}) {
+      const Array a = upload(texture(w, h, 0, 0), s), b = upload(texture(w, h, 1.5, 0.7), s);
+      const FlowParams p = seed_setting(Method::tvl1, pr);
+      const double ms = time_ms(a, b, p, 20, s);
+      const flow::StageTimes t = stage_times(a, b, p, 10, s);
+      std::printf("%-5s %4dx%-5d %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n",
+                  std::string(flow::precision_name(pr)).c_str(), w, h, ms, t.input, t.pyramid, t.warp, t.iterations,
+                  t.upsample, t.input + t.pyramid + t.warp + t.iterations + t.upsample);
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--seed") == 0) return seed_main(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "--farm") == 0) return farm_main(argc, argv, argc > 2 ? std::atoi(argv[2]) : 40);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   bench::Result result("flow", argc, argv);

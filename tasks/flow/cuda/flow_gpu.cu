@@ -137,7 +137,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
   }
 
   DeviceBuffer<float2> ua(n0, s), ub(n0, s);
-  DeviceBuffer<S> gx(n0, s), gy(n0, s), g0x(n0, s), g0y(n0, s), rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
+  DeviceBuffer<S> rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
   DeviceBuffer<P> grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
   DeviceBuffer<float> err(prm.iterations, s);
   ua.zero(lv.back().n());
@@ -157,8 +157,6 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
       std::swap(u, u_next);
     }
     clock.enter(&StageTimes::warp);
-    gpu::launch_gradient<S>(i0[k].get(), g0x.get(), g0y.get(), w, h, s);
-    gpu::launch_gradient<S>(i1[k].get(), gx.get(), gy.get(), w, h, s);
     if (!fused) {
       WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
       WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
@@ -166,8 +164,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(n));
     for (int warp = 0; warp < prm.warps; ++warp) {
       clock.enter(&StageTimes::warp);
-      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), {gx.get(), gy.get(), g0x.get(), g0y.get()}, u, grad.get(),
-                          rho_c.get(), w, h, s);
+      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), u, grad.get(), rho_c.get(), w, h, s);
       if (!fused) err.zero(prm.iterations);
       // Median filter at the start of the warp and every median_interval iterations (skipped on
       // the device once the iteration has converged, as the CPU loop stops).
@@ -187,6 +184,9 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
           median(it);
           int steps = std::min(batch, prm.iterations - it);
           if (prm.median > 1) steps = std::min(steps, prm.median_interval - it % prm.median_interval);
+          // The last launch writes the result where the caller wants it (no copy afterwards).
+          const bool last = k == 0 && warp == prm.warps - 1 && it + steps >= prm.iterations;
+          if (last) u_next = out;
           gpu::launch_tvl1_fused<S>(c, u, u_next, p1, p2, p1n, p2n, grad.get(), rho_c.get(), steps, warp == 0 && it == 0,
                                     w, h, s);
           std::swap(u, u_next), std::swap(p1, p1n), std::swap(p2, p2n);
@@ -214,7 +214,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     }
   }
   clock.enter(&StageTimes::upsample);
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(out, u, n0 * sizeof(float2), cudaMemcpyDeviceToDevice, s));
+  if (u != out) WEFT_CUDA_CHECK(cudaMemcpyAsync(out, u, n0 * sizeof(float2), cudaMemcpyDeviceToDevice, s));
 }
 
 }  // namespace

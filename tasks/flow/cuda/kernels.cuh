@@ -31,6 +31,16 @@ struct FusedTvl1Policy {
   int block_h = 8;
 };
 inline constexpr FusedTvl1Policy kFusedTvl1Sm90{};
+// Layout of a fused launch: shared-memory tiles as above (tvl1_fused_gpu.cu), or the state in
+// registers, two columns per lane and R rows per warp (tvl1_columns_gpu.cu: R x warps = 2 x 32,
+// 4 x 16 or 8 x 8 for 64 x 64 regions and 54 x 54 outputs; 4 x 8 for 64 x 32 regions and 54 x 22
+// outputs). WEFT_FLOW_FUSED_LAYOUT=shared|columns2x32|columns4x16|columns4x8|columns8x8 overrides
+// the policy's choice (flow_bench --seed compares them). 4 x 8 chosen on an H100 (2026-11-25,
+// 4K fp16 at the seed's setting, iterations: shared 1.71 ms, 4 x 16 0.86, 2 x 32 0.79, 4 x 8 0.78;
+// bench/results/flow.json has the policy's).
+enum class FusedLayout { shared, columns2x32, columns4x16, columns4x8, columns8x8 };
+inline constexpr FusedLayout kFusedLayoutSm90 = FusedLayout::columns4x8;
+[[nodiscard]] FusedLayout fused_layout();  // the policy's, or the environment's override
 static_assert(kFusedTvl1Sm90.block_w % 32 == 0 && kFusedTvl1Sm90.block_w * kFusedTvl1Sm90.block_h <= 1024);
 static_assert(kFusedTvl1Sm90.steps >= 1 && 30 % kFusedTvl1Sm90.steps == 0,
               "steps should divide the default median interval (30) so batches end where the median runs");
@@ -54,15 +64,11 @@ template <class In, class Out>
 void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s);
 template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);
 void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
-template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h, cudaStream_t s);
-// Frame 1 warped by the flow and the data term's gradient (mean of frame 1's warped gradient
-// and frame 0's): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
-template <class S> struct LevelGradients {
-  const S *x1, *y1, *x0, *y0;
-};
+// Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
+// there and frame 0's; central differences of the frames, computed at each bicubic tap):
+// grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
 template <class S>
-void launch_warp(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad, S* rho_c, int w,
-                 int h, cudaStream_t s);
+void launch_warp(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
 // Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
 // err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
@@ -83,6 +89,11 @@ template <class S>
 void launch_tvl1_fused(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                        const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
                        const S* rho_c, int steps, bool zero_duals, int w, int h, cudaStream_t s);
+template <class S>
+void launch_tvl1_columns(FusedLayout layout, const Tvl1Step& c, const float2* u_in, float2* u_out,
+                         const Pair_t<S>* p1_in, const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out,
+                         const Pair_t<S>* grad, const S* rho_c, int steps, bool zero_duals, int w, int h,
+                         cudaStream_t s);
 // Structure tensor J = (Ix^2, IxIy, Iy^2, Ix It, Iy It) in 5 planes of w*h (float, before smoothing).
 template <class S> void launch_tensor(const Pair_t<S>* grad, const S* rho_c, float* j, int w, int h, cudaStream_t s);
 template <class S>

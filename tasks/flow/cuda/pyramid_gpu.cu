@@ -71,26 +71,76 @@ __global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out
   out[long(y) * w + x] = make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
                                      device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
 }
-template <class S> __global__ void gradient_kernel(const S* in, S* gx, S* gy, int w, int h) {
-  int x, y;
-  if (!pixel(w, h, x, y)) return;
-  const long r = long(y) * w;
-  gx[r + x] = st<S>(0.5f * (ld(in[r + device::clamp_index(x + 1, w)]) - ld(in[r + device::clamp_index(x - 1, w)])));
-  gy[r + x] = st<S>(0.5f * (ld(in[long(device::clamp_index(y + 1, h)) * w + x]) - ld(in[long(device::clamp_index(y - 1, h)) * w + x])));
+// Central difference of the frame along one axis, in float (the warp computes gradients from the
+// frames at each tap instead of reading gradient images).
+template <class S> __device__ __forceinline__ float central(const S* img, long before, long after) {
+  return 0.5f * (ld(img[after]) - ld(img[before]));
 }
+
+// Layer 3, one pixel: frame 1 and its gradient sampled bicubically at x + flow (one set of
+// weights for the three samples; the gradient at each tap from frame 1's pixels around it), frame
+// 0's gradient at x, the data term's gradient and constant. In fp32 the same values as sampling
+// gradient images made by a central-difference pass (src/solvers_cpu.hpp); in fp16 the gradients
+// are not rounded to half on the way (no gradient images, and conversions cost more than loads).
 template <class S>
-__global__ void warp_kernel(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad,
-                            S* rho_c, int w, int h) {
-  int x, y;
-  if (!pixel(w, h, x, y)) return;
+__device__ void warp_pixel(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h,
+                           int x, int y) {
+  using device::clamp_index;
   const long i = long(y) * w + x;
   const float2 f = flow[i];
   const float sx = x + f.x, sy = y + f.y;
-  const float iw = device::bicubic<float>(i1, w, h, sx, sy);
-  const float ix = device::warped_gradient<float>(device::bicubic<float>(g.x1, w, h, sx, sy), ld(g.x0[i]));
-  const float iy = device::warped_gradient<float>(device::bicubic<float>(g.y1, w, h, sx, sy), ld(g.y0[i]));
-  grad[i] = st2<Pair_t<S>>(ix, iy);
-  rho_c[i] = st<S>(iw - ix * f.x - iy * f.y - ld(i0[i]));
+  const int ix = static_cast<int>(floorf(sx)), iy = static_cast<int>(floorf(sy));
+  float wx[4], wy[4];
+  device::cubic_weights(sx - float(ix), wx);
+  device::cubic_weights(sy - float(iy), wy);
+  float vr[4], xr[4], yr[4];
+  if (ix >= 2 && ix + 3 < w && iy >= 2 && iy + 3 < h) {  // every tap and its neighbours inside
+    const S* row = i1 + long(iy - 1) * w + ix - 1;
+#pragma unroll
+    for (int j = 0; j < 4; ++j, row += w) {
+      float v[4], gxv[4], gyv[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        v[t] = ld(row[t]);
+        gxv[t] = central(row, t - 1, t + 1);
+        gyv[t] = central(row, t - long(w), t + long(w));
+      }
+      vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
+      xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
+      yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
+    }
+  } else {  // replicated borders: taps clamped, each tap's neighbours clamped again
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int ty = clamp_index(iy - 1 + j, h);
+      const long r = long(ty) * w, up = long(clamp_index(ty - 1, h)) * w, down = long(clamp_index(ty + 1, h)) * w;
+      float v[4], gxv[4], gyv[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int tx = clamp_index(ix - 1 + t, w);
+        v[t] = ld(i1[r + tx]);
+        gxv[t] = central(i1, r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w));
+        gyv[t] = central(i1, up + tx, down + tx);
+      }
+      vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
+      xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
+      yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
+    }
+  }
+  const long r0 = long(y) * w;
+  const float g0x = central(i0, r0 + clamp_index(x - 1, w), r0 + clamp_index(x + 1, w));
+  const float g0y = central(i0, long(clamp_index(y - 1, h)) * w + x, long(clamp_index(y + 1, h)) * w + x);
+  const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
+  const float gx = device::warped_gradient<float>(device::cubic_sum(wy, xr[0], xr[1], xr[2], xr[3]), g0x);
+  const float gy = device::warped_gradient<float>(device::cubic_sum(wy, yr[0], yr[1], yr[2], yr[3]), g0y);
+  grad[i] = st2<Pair_t<S>>(gx, gy);
+  rho_c[i] = st<S>(iw - gx * f.x - gy * f.y - ld(i0[i]));
+}
+
+template <class S>
+__global__ void warp_kernel(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
+  int x, y;
+  if (pixel(w, h, x, y)) warp_pixel(i0, i1, flow, grad, rho_c, w, h, x, y);
 }
 __global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
                                    int h) {
@@ -165,15 +215,9 @@ void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, in
   check_launch("flow.resize_flow_kernel", s);
 }
 
-template <class S> void launch_gradient(const S* in, S* gx, S* gy, int w, int h, cudaStream_t s) {
-  gradient_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, gx, gy, w, h);
-  check_launch("flow.gradient_kernel", s);
-}
-
 template <class S>
-void launch_warp(const S* i0, const S* i1, LevelGradients<S> g, const float2* flow, Pair_t<S>* grad, S* rho_c, int w,
-                 int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g, flow, grad, rho_c, w, h);
+void launch_warp(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, flow, grad, rho_c, w, h);
   check_launch("flow.warp_kernel", s);
 }
 
@@ -186,9 +230,7 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
 #define WEFT_FLOW_INSTANTIATE(S)                                                                                   \
   template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
   template void launch_resize<S>(const S*, int, int, S*, int, int, cudaStream_t);                                 \
-  template void launch_gradient<S>(const S*, S*, S*, int, int, cudaStream_t);                                     \
-  template void launch_warp<S>(const S*, const S*, LevelGradients<S>, const float2*, Pair_t<S>*, S*, int, int,     \
-                               cudaStream_t);
+  template void launch_warp<S>(const S*, const S*, const float2*, Pair_t<S>*, S*, int, int, cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

@@ -6,6 +6,7 @@
 // kernel and the CPU reference, and no global traffic between the fused iterations.
 // fp16: duals, gradient and rho_c are half/half2 in global and shared memory, and the dual
 // projection runs in half2 arithmetic; the flow and the thresholding stay in float.
+#include <cstdlib>
 #include <string>
 
 #include "../src/flow_math.hpp"
@@ -125,10 +126,29 @@ __global__ void __launch_bounds__(kThreads)
 }
 }  // namespace
 
+FusedLayout fused_layout() {
+  static const FusedLayout layout = [] {
+    const char* v = std::getenv("WEFT_FLOW_FUSED_LAYOUT");
+    if (!v || !*v) return kFusedLayoutSm90;
+    const std::string name(v);
+    if (name == "shared") return FusedLayout::shared;
+    if (name == "columns2x32") return FusedLayout::columns2x32;
+    if (name == "columns4x16") return FusedLayout::columns4x16;
+    if (name == "columns4x8") return FusedLayout::columns4x8;
+    if (name == "columns8x8") return FusedLayout::columns8x8;
+    throw ConfigError("WEFT_FLOW_FUSED_LAYOUT: '" + name + "' is not shared, columns2x32, columns4x16, columns4x8 or columns8x8");
+  }();
+  return layout;
+}
+
 template <class S>
 void launch_tvl1_fused(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                        const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
                        const S* rho_c, int steps, bool zero_duals, int w, int h, cudaStream_t s) {
+  if (const FusedLayout layout = fused_layout(); layout != FusedLayout::shared) {
+    launch_tvl1_columns<S>(layout, c, u_in, u_out, p1_in, p2_in, p1_out, p2_out, grad, rho_c, steps, zero_duals, w, h, s);
+    return;
+  }
   if (steps < 1 || steps > kFused.steps) throw ConfigError("flow: fused TV-L1 launch of " + std::to_string(steps) + " steps");
   const dim3 grid((w + kFused.tile_w - 1) / kFused.tile_w, (h + kFused.tile_h - 1) / kFused.tile_h);
   tvl1_fused_kernel<S><<<grid, dim3(kFused.block_w, kFused.block_h), 0, s>>>(c, u_in, u_out, p1_in, p2_in, p1_out,

@@ -77,57 +77,14 @@ template <class S> __device__ __forceinline__ float central(const S* img, long b
   return 0.5f * (ld(img[after]) - ld(img[before]));
 }
 
-// Layer 3, one pixel: frame 1 and its gradient sampled bicubically at x + flow (one set of
-// weights for the three samples; the gradient at each tap from frame 1's pixels around it), frame
-// 0's gradient at x, the data term's gradient and constant. In fp32 the same values as sampling
-// gradient images made by a central-difference pass (src/solvers_cpu.hpp); in fp16 the gradients
-// are not rounded to half on the way (no gradient images, and conversions cost more than loads).
+// Data term at pixel i from the tap rows (frame 1, its x and y gradients, each weighted along x):
+// the rows weighted along y, frame 0's gradient at (x, y), the stores.
 template <class S>
-__device__ void warp_pixel(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h,
-                           int x, int y) {
+__device__ __forceinline__ void warp_finish(const S* i0, float2 f, const float (&wy)[4], const float (&vr)[4],
+                                            const float (&xr)[4], const float (&yr)[4], Pair_t<S>* grad, S* rho_c,
+                                            int w, int h, int x, int y) {
   using device::clamp_index;
-  const long i = long(y) * w + x;
-  const float2 f = flow[i];
-  const float sx = x + f.x, sy = y + f.y;
-  const int ix = static_cast<int>(floorf(sx)), iy = static_cast<int>(floorf(sy));
-  float wx[4], wy[4];
-  device::cubic_weights(sx - float(ix), wx);
-  device::cubic_weights(sy - float(iy), wy);
-  float vr[4], xr[4], yr[4];
-  if (ix >= 2 && ix + 3 < w && iy >= 2 && iy + 3 < h) {  // every tap and its neighbours inside
-    const S* row = i1 + long(iy - 1) * w + ix - 1;
-#pragma unroll
-    for (int j = 0; j < 4; ++j, row += w) {
-      float v[4], gxv[4], gyv[4];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        v[t] = ld(row[t]);
-        gxv[t] = central(row, t - 1, t + 1);
-        gyv[t] = central(row, t - long(w), t + long(w));
-      }
-      vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
-      xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
-      yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
-    }
-  } else {  // replicated borders: taps clamped, each tap's neighbours clamped again
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int ty = clamp_index(iy - 1 + j, h);
-      const long r = long(ty) * w, up = long(clamp_index(ty - 1, h)) * w, down = long(clamp_index(ty + 1, h)) * w;
-      float v[4], gxv[4], gyv[4];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int tx = clamp_index(ix - 1 + t, w);
-        v[t] = ld(i1[r + tx]);
-        gxv[t] = central(i1, r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w));
-        gyv[t] = central(i1, up + tx, down + tx);
-      }
-      vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
-      xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
-      yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
-    }
-  }
-  const long r0 = long(y) * w;
+  const long r0 = long(y) * w, i = r0 + x;
   const float g0x = central(i0, r0 + clamp_index(x - 1, w), r0 + clamp_index(x + 1, w));
   const float g0y = central(i0, long(clamp_index(y - 1, h)) * w + x, long(clamp_index(y + 1, h)) * w + x);
   const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
@@ -137,10 +94,66 @@ __device__ void warp_pixel(const S* i0, const S* i1, const float2* flow, Pair_t<
   rho_c[i] = st<S>(iw - gx * f.x - gy * f.y - ld(i0[i]));
 }
 
+// Layer 3, one pixel: frame 1 and its gradient sampled bicubically at x + flow (one set of
+// weights for the three samples; the gradient at each tap from frame 1's pixels around it), frame
+// 0's gradient at x, the data term's gradient and constant. In fp32 the same values as sampling
+// gradient images made by a central-difference pass (src/solvers_cpu.hpp); in fp16 the gradients
+// are not rounded to half on the way (no gradient images, and conversions cost more than loads).
+// Border: replicated, taps clamped and each tap's neighbours clamped again, as gradient images of
+// the clamped frame would give; interior: every tap and its neighbours inside, no clamps.
+template <class S, bool Border>
+__device__ void warp_pixel(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x,
+                           int y, int ix, int iy) {
+  using device::clamp_index;
+  float wx[4], wy[4];
+  device::cubic_weights(x + f.x - float(ix), wx);
+  device::cubic_weights(y + f.y - float(iy), wy);
+  float vr[4], xr[4], yr[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    float v[4], gxv[4], gyv[4];
+    if constexpr (Border) {
+      const int ty = clamp_index(iy - 1 + j, h);
+      const long r = long(ty) * w, up = long(clamp_index(ty - 1, h)) * w, down = long(clamp_index(ty + 1, h)) * w;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int tx = clamp_index(ix - 1 + t, w);
+        v[t] = ld(i1[r + tx]);
+        gxv[t] = central(i1, r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w));
+        gyv[t] = central(i1, up + tx, down + tx);
+      }
+    } else {
+      const S* row = i1 + long(iy - 1 + j) * w + ix - 1;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        v[t] = ld(row[t]);
+        gxv[t] = central(row, t - 1, t + 1);
+        gyv[t] = central(row, t - long(w), t + long(w));
+      }
+    }
+    vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
+    xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
+    yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
+  }
+  warp_finish(i0, f, wy, vr, xr, yr, grad, rho_c, w, h, x, y);
+}
+// Out of line: the interior path, which nearly every pixel takes, stays short.
+template <class S>
+__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, S* rho_c, int w,
+                                               int h, int x, int y, int ix, int iy) {
+  warp_pixel<S, true>(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
+}
+
 template <class S>
 __global__ void warp_kernel(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
   int x, y;
-  if (pixel(w, h, x, y)) warp_pixel(i0, i1, flow, grad, rho_c, w, h, x, y);
+  if (!pixel(w, h, x, y)) return;
+  const float2 f = flow[long(y) * w + x];
+  const int ix = static_cast<int>(floorf(x + f.x)), iy = static_cast<int>(floorf(y + f.y));
+  if (ix >= 2 && ix + 3 < w && iy >= 2 && iy + 3 < h)
+    warp_pixel<S, false>(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
+  else
+    warp_pixel_border(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 __global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
                                    int h) {

@@ -109,4 +109,14 @@ void CountSink::run(Context& ctx) {
   ++*seen_;
 }
 
+#ifndef WEFT_HAVE_CUDA
+// Built without CUDA: has_cuda() is false, so these are never called, but the run_cuda overrides
+// above still name them.
+namespace cuda {
+void affine(const float*, float*, std::int64_t, float, float, void*) { throw Error("built without CUDA"); }
+void add(const float*, const float*, float*, std::int64_t, void*) { throw Error("built without CUDA"); }
+void empty(void*) { throw Error("built without CUDA"); }
+}  // namespace cuda
+#endif
+
 }  // namespace weft::tasks

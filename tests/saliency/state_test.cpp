@@ -190,5 +190,55 @@ TEST(SaliencyState, TruncatedStateIsAnError) {
   }
 }
 
+/// A saved state with one 8-byte word replaced (word 0: motion.input's flag or motion.median's count;
+/// then an array header: ndim and three extents).
+std::vector<std::byte> with_word(std::vector<std::byte> state, std::size_t word, std::int64_t value) {
+  std::memcpy(state.data() + word * sizeof value, &value, sizeof value);
+  return state;
+}
+
+TEST(SaliencyState, CorruptStateIsAnErrorAndLeavesTheTaskAsItWas) {
+  const std::vector<Array> frames = pan_frames();
+  MotionInput input("motion.input", 1);
+  (void)fire(input, frames[0]);
+  const std::vector<std::byte> state = saved(input);
+  TemporalMedian median("motion.median", 3);
+  const Array flow = residual_flow_cpu(motion_frame_cpu(frames[1], 1), motion_frame_cpu(frames[0], 1), MotionParams{});
+  (void)fire(median, flow);
+  (void)fire(median, flow);
+  const std::vector<std::byte> history = saved(median);
+  constexpr std::int64_t kHuge = std::int64_t{1} << 32;  // kHuge² wraps to 0 elements in 64 bits
+  // Flag, rank, extents (negative, zero, or whose product overflows) of motion.input's frame.
+  for (const auto& [word, value] : std::vector<std::pair<std::size_t, std::int64_t>>{
+           {0, 2}, {0, -1}, {1, 1}, {1, 3}, {1, 4}, {2, -48}, {2, 0}, {2, kHuge}, {3, kHuge}}) {
+    MotionInput fresh("motion.input", 1);
+    (void)fire(fresh, frames[2]);
+    const std::vector<std::byte> before = saved(fresh);
+    EXPECT_THROW(fresh.load(with_word(state, word, value)), Error) << "word " << word << " = " << value;
+    EXPECT_TRUE(saved(fresh) == before) << "state changed; word " << word << " = " << value;
+  }
+  // Both extents 2^32 (a product of 2^64 elements: 0 in 64 bits), and a byte more than was saved.
+  {
+    MotionInput fresh("motion.input", 1);
+    EXPECT_THROW(fresh.load(with_word(with_word(state, 2, kHuge), 3, kHuge)), Error);
+    std::vector<std::byte> longer = state;
+    longer.push_back(std::byte{0});
+    EXPECT_THROW(fresh.load(longer), Error);
+    longer = history;
+    longer.push_back(std::byte{0});
+    TemporalMedian fresh_median("motion.median", 3);
+    EXPECT_THROW(fresh_median.load(longer), Error);
+  }
+  // Count (negative, above the task's frames), then the first flow's rank and extents (a flow is [h, w, 2]).
+  for (const auto& [word, value] : std::vector<std::pair<std::size_t, std::int64_t>>{
+           {0, -1}, {0, 4}, {1, 2}, {1, 4}, {2, kHuge}, {3, kHuge}, {4, 3}, {4, 0}}) {
+    TemporalMedian fresh("motion.median", 3);
+    (void)fire(fresh, flow);
+    const std::vector<std::byte> before = saved(fresh);
+    EXPECT_THROW(fresh.load(with_word(history, word, value)), Error) << "word " << word << " = " << value;
+    EXPECT_TRUE(saved(fresh) == before) << "state changed; word " << word << " = " << value;
+  }
+}
+
 }  // namespace
 }  // namespace weft::saliency

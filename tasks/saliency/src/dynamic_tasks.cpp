@@ -20,17 +20,41 @@ void save_array(const Array& a, std::vector<std::byte>& out) {
   const auto* data = static_cast<const std::byte*>(h.raw());
   out.insert(out.end(), data, data + h.bytes());
 }
-Array load_array(std::span<const std::byte>& in) {
+[[noreturn]] void corrupt(const std::string& task, const std::string& what) {
+  throw Error(task + " state: " + what);
+}
+std::int64_t load_word(std::span<const std::byte>& in, const std::string& task) {
+  std::int64_t word = 0;
+  if (in.size() < sizeof word) corrupt(task, "truncated");
+  std::memcpy(&word, in.data(), sizeof word);
+  in = in.subspan(sizeof word);
+  return word;
+}
+/// An array written by save_array, of `ndim` dimensions. The header is checked before anything is
+/// allocated: every extent at least 1 and the values all there (no product that overflows).
+Array load_array(std::span<const std::byte>& in, int ndim, const std::string& task) {
   std::int64_t header[4];
-  if (in.size() < sizeof header) throw Error("saliency state: truncated");
+  if (in.size() < sizeof header) corrupt(task, "truncated");
   std::memcpy(header, in.data(), sizeof header);
+  if (header[0] != ndim)
+    corrupt(task, "an array of " + std::to_string(header[0]) + " dimensions where " + std::to_string(ndim) + " belong");
+  const auto values = static_cast<std::int64_t>((in.size() - sizeof header) / sizeof(float));
+  std::int64_t elements = 1;
+  for (int d = 0; d < ndim; ++d) {
+    const std::int64_t e = header[1 + d];
+    if (e < 1) corrupt(task, "array extent " + std::to_string(e));
+    if (e > values / elements) corrupt(task, "truncated");
+    elements *= e;
+  }
   in = in.subspan(sizeof header);
-  const Shape shape = header[0] == 2 ? Shape(header[1], header[2]) : Shape(header[1], header[2], header[3]);
+  const Shape shape = ndim == 2 ? Shape(header[1], header[2]) : Shape(header[1], header[2], header[3]);
   Array a = Array::host(DType::f32, shape);
-  if (in.size() < a.bytes()) throw Error("saliency state: truncated");
   std::memcpy(a.raw(), in.data(), a.bytes());
   in = in.subspan(a.bytes());
   return a;
+}
+void expect_end(std::span<const std::byte> in, const std::string& task) {
+  if (!in.empty()) corrupt(task, std::to_string(in.size()) + " bytes left over");
 }
 #if defined(WEFT_HAVE_CUDA)
 /// An array of a stateful task restored on the host, moved to the GPU the task now runs on.
@@ -61,11 +85,11 @@ void MotionInput::save(std::vector<std::byte>& out) const {
   if (has) save_array(last_, out);
 }
 void MotionInput::load(std::span<const std::byte> in) {
-  std::int64_t has = 0;
-  if (in.size() < sizeof has) throw Error("motion.input state: truncated");
-  std::memcpy(&has, in.data(), sizeof has);
-  in = in.subspan(sizeof has);
-  last_ = has ? load_array(in) : Array();
+  const std::int64_t has = load_word(in, name());
+  if (has != 0 && has != 1) corrupt(name(), "frame flag " + std::to_string(has));
+  Array last = has ? load_array(in, 2, name()) : Array();
+  expect_end(in, name());
+  last_ = std::move(last);
 }
 
 // ---- motion.dominant, motion.compensate ----
@@ -100,12 +124,18 @@ void TemporalMedian::save(std::vector<std::byte>& out) const {
   for (const Array& a : last_) save_array(a, out);
 }
 void TemporalMedian::load(std::span<const std::byte> in) {
-  std::int64_t count = 0;
-  if (in.size() < sizeof count) throw Error("motion.median state: truncated");
-  std::memcpy(&count, in.data(), sizeof count);
-  in = in.subspan(sizeof count);
-  last_.clear();
-  for (std::int64_t i = 0; i < count; ++i) last_.push_back(load_array(in));
+  const std::int64_t count = load_word(in, name());
+  if (count < 0 || count > frames_)
+    corrupt(name(), std::to_string(count) + " flows for a median over " + std::to_string(frames_));
+  std::deque<Array> last;
+  for (std::int64_t i = 0; i < count; ++i) {
+    last.push_back(load_array(in, 3, name()));
+    if (last.back().shape()[2] != 2) corrupt(name(), "a flow of shape " + last.back().shape().str());
+    if (last.back().shape() != last.front().shape())
+      corrupt(name(), "a flow of shape " + last.back().shape().str() + " after " + last.front().shape().str());
+  }
+  expect_end(in, name());
+  last_ = std::move(last);
 }
 
 // ---- motion.map, fusion ----

@@ -65,7 +65,7 @@ void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w
 template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);
 void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
 // Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
-// there and frame 0's; central differences of the frames, computed at each bicubic tap):
+// there and frame 0's; 5-point derivatives of the frames, computed at each bicubic tap):
 // grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
 template <class S>
 void launch_warp(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);

@@ -71,10 +71,11 @@ __global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out
   out[long(y) * w + x] = make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
                                      device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
 }
-// Central difference of the frame along one axis, in float (the warp computes gradients from the
-// frames at each tap instead of reading gradient images).
-template <class S> __device__ __forceinline__ float central(const S* img, long before, long after) {
-  return 0.5f * (ld(img[after]) - ld(img[before]));
+// Derivative of the frame along one axis at one pixel, in float: the 5-point stencil
+// (device::derivative5) over the samples at indices m2, m1, p1, p2 (the warp computes gradients
+// from the frames at each tap instead of reading gradient images).
+template <class S> __device__ __forceinline__ float derivative(const S* img, long m2, long m1, long p1, long p2) {
+  return device::derivative5<float>(ld(img[m2]), ld(img[m1]), ld(img[p1]), ld(img[p2]));
 }
 
 // Data term at pixel i from the tap rows (frame 1, its x and y gradients, each weighted along x):
@@ -85,8 +86,10 @@ __device__ __forceinline__ void warp_finish(const S* i0, float2 f, const float (
                                             int w, int h, int x, int y) {
   using device::clamp_index;
   const long r0 = long(y) * w, i = r0 + x;
-  const float g0x = central(i0, r0 + clamp_index(x - 1, w), r0 + clamp_index(x + 1, w));
-  const float g0y = central(i0, long(clamp_index(y - 1, h)) * w + x, long(clamp_index(y + 1, h)) * w + x);
+  const float g0x = derivative(i0, r0 + clamp_index(x - 2, w), r0 + clamp_index(x - 1, w), r0 + clamp_index(x + 1, w),
+                               r0 + clamp_index(x + 2, w));
+  auto row0 = [&](int d) { return long(clamp_index(y + d, h)) * w + x; };
+  const float g0y = derivative(i0, row0(-2), row0(-1), row0(1), row0(2));
   const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
   const float gx = device::warped_gradient<float>(device::cubic_sum(wy, xr[0], xr[1], xr[2], xr[3]), g0x);
   const float gy = device::warped_gradient<float>(device::cubic_sum(wy, yr[0], yr[1], yr[2], yr[3]), g0y);
@@ -97,7 +100,7 @@ __device__ __forceinline__ void warp_finish(const S* i0, float2 f, const float (
 // Layer 3, one pixel: frame 1 and its gradient sampled bicubically at x + flow (one set of
 // weights for the three samples; the gradient at each tap from frame 1's pixels around it), frame
 // 0's gradient at x, the data term's gradient and constant. In fp32 the same values as sampling
-// gradient images made by a central-difference pass (src/solvers_cpu.hpp); in fp16 the gradients
+// gradient images made by a 5-point derivative pass (src/image_ops.hpp); in fp16 the gradients
 // are not rounded to half on the way (no gradient images, and conversions cost more than loads).
 // Border: replicated, taps clamped and each tap's neighbours clamped again, as gradient images of
 // the clamped frame would give; interior: every tap and its neighbours inside, no clamps.
@@ -115,20 +118,22 @@ __device__ void warp_pixel(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, 
     if constexpr (Border) {
       const int ty = clamp_index(iy - 1 + j, h);
       const long r = long(ty) * w, up = long(clamp_index(ty - 1, h)) * w, down = long(clamp_index(ty + 1, h)) * w;
+      const long up2 = long(clamp_index(ty - 2, h)) * w, down2 = long(clamp_index(ty + 2, h)) * w;
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const int tx = clamp_index(ix - 1 + t, w);
         v[t] = ld(i1[r + tx]);
-        gxv[t] = central(i1, r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w));
-        gyv[t] = central(i1, up + tx, down + tx);
+        gxv[t] = derivative(i1, r + clamp_index(tx - 2, w), r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w),
+                            r + clamp_index(tx + 2, w));
+        gyv[t] = derivative(i1, up2 + tx, up + tx, down + tx, down2 + tx);
       }
     } else {
       const S* row = i1 + long(iy - 1 + j) * w + ix - 1;
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         v[t] = ld(row[t]);
-        gxv[t] = central(row, t - 1, t + 1);
-        gyv[t] = central(row, t - long(w), t + long(w));
+        gxv[t] = derivative(row, t - 2, t - 1, t + 1, t + 2);
+        gyv[t] = derivative(row, t - 2 * long(w), t - long(w), t + long(w), t + 2 * long(w));
       }
     }
     vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
@@ -150,7 +155,7 @@ __global__ void warp_kernel(const S* i0, const S* i1, const float2* flow, Pair_t
   if (!pixel(w, h, x, y)) return;
   const float2 f = flow[long(y) * w + x];
   const int ix = static_cast<int>(floorf(x + f.x)), iy = static_cast<int>(floorf(y + f.y));
-  if (ix >= 2 && ix + 3 < w && iy >= 2 && iy + 3 < h)
+  if (ix >= 3 && ix + 4 < w && iy >= 3 && iy + 4 < h)
     warp_pixel<S, false>(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
   else
     warp_pixel_border(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);

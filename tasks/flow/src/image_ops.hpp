@@ -64,15 +64,17 @@ template <class T> Plane<T> zoom_out(const Plane<T>& in, const FlowParams& prm, 
                 T(1), parallel);
 }
 
-// Centred differences with replicated borders.
+// 5-point derivatives (device::derivative5) with replicated borders.
 template <class T> void gradient(const Plane<T>& in, Plane<T>& gx, Plane<T>& gy, bool parallel) {
   gx = Plane<T>(in.w, in.h);
   gy = Plane<T>(in.w, in.h);
 #pragma omp parallel for if (parallel)
   for (int y = 0; y < in.h; ++y)
     for (int x = 0; x < in.w; ++x) {
-      gx(y, x) = T(0.5) * (in(y, device::clamp_index(x + 1, in.w)) - in(y, device::clamp_index(x - 1, in.w)));
-      gy(y, x) = T(0.5) * (in(device::clamp_index(y + 1, in.h), x) - in(device::clamp_index(y - 1, in.h), x));
+      auto at_x = [&](int d) { return in(y, device::clamp_index(x + d, in.w)); };
+      auto at_y = [&](int d) { return in(device::clamp_index(y + d, in.h), x); };
+      gx(y, x) = device::derivative5<T>(at_x(-2), at_x(-1), at_x(1), at_x(2));
+      gy(y, x) = device::derivative5<T>(at_y(-2), at_y(-1), at_y(1), at_y(2));
     }
 }
 

@@ -12,7 +12,7 @@ template <class T> struct Flow {
   Plane<T> u, v;
 };
 
-// Centred gradients of both frames of one level.
+// Gradients (5-point) of both frames of one level.
 template <class T> struct Gradients {
   Plane<T> x0, y0, x1, y1;
 };

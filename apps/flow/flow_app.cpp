@@ -19,7 +19,8 @@ const char* const kUsage =
     "(colour converted to grey) or an HDF5 video [T,H,W]. A sequence is farmed over every GPU of\n"
     "every rank (under mpirun too): frames are read once on rank 0, flows written there in order.\n"
     "Unset method options take the method's defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15,\n"
-    "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30).";
+    "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30; the\n"
+    "frames' texture parts, --texture 0.95, as Wedel et al. 2009).";
 
 void set_if(const po::variables_map& vm, const char* key, auto& field) {
   if (vm.count(key)) field = vm[key].as<std::remove_reference_t<decltype(field)>>();
@@ -51,6 +52,7 @@ int flow_main(int argc, char** argv) {
       ("iterations", po::value<int>(), "most iterations per warp (default tvl1 300, hs/clg 200)")
       ("epsilon", po::value<double>(), "stop a warp when the mean squared flow update < epsilon^2 (default tvl1 0.01, hs/clg 0.001); 0: never")
       ("presmooth", po::value<double>(), "Gaussian sigma on both frames before the pyramid (default 0)")
+      ("texture", po::value<double>(), "structure-texture: the flow is computed on f - texture*ROF(f) of each frame, in [0,1] (Wedel et al. 2009; default tvl1 0.95, hs/clg 0: off)")
       ("median", po::value<int>(), "median filter window of the flow, 0/1 off, 3 or 5 (default 5)")
       ("median-interval", po::value<int>(), "median filter at each warp's start and every N iterations (default 30)")
       ("tau", po::value<double>(), "tvl1: dual time step, <= 0.25 (default 0.25)")
@@ -75,6 +77,7 @@ int flow_main(int argc, char** argv) {
   set_if(vm, "iterations", p.iterations);
   set_if(vm, "epsilon", p.epsilon);
   set_if(vm, "presmooth", p.presmooth);
+  set_if(vm, "texture", p.texture);
   set_if(vm, "median", p.median);
   set_if(vm, "median-interval", p.median_interval);
   set_if(vm, "tau", p.tau);

@@ -1,7 +1,7 @@
 // Flow benchmark: ms per frame per method and precision at 640x480, 1920x1080 and 3840x2160 for
-// (a) the seed's setting (3 scales x 1 warp x 10 iterations, no median, epsilon 0) and (b) the
-// quality defaults; each against the memory-bandwidth floor of its iterations. EPE and time on the
-// shared pairs, beside OpenCV DualTVL1 on the CPU (bench/results/flow_opencv_cpu.json).
+// (a) the seed's setting (3 scales x 1 warp x 10 iterations, no median, epsilon 0, no texture
+// part) and (b) the quality defaults; each against the memory-bandwidth floor of its iterations.
+// EPE and time on the shared pairs, beside OpenCV DualTVL1 on the CPU (bench/results/flow_opencv_cpu.json).
 // Per-stage GPU times (CUDA events) of TV-L1 at every size: where the time goes.
 // Usage: flow_bench [--quick]   (--quick: 640x480 and the pairs only)
 //        flow_bench --seed [W H fp32|fp16]   TV-L1 at the seed's setting only, per stage (prints,
@@ -109,7 +109,7 @@ double floor_ms(int w, int h, const FlowParams& p, Method m, Precision pr, doubl
 FlowParams seed_setting(Method m, Precision pr) {
   FlowParams p = flow::default_params(m);
   p.precision = pr;
-  p.scales = 3, p.warps = 1, p.iterations = 10, p.epsilon = 0, p.median = 0;
+  p.scales = 3, p.warps = 1, p.iterations = 10, p.epsilon = 0, p.median = 0, p.texture = 0;
   return p;
 }
 

@@ -246,6 +246,10 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
     gpu::launch_to_float(a->dtype(), src, f, n, detail::intensity_scale(a->dtype()), s);
   }
   if (detail::intensity_scale(frame0.dtype()) == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
+  if (params.texture > 0) {
+    DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
+    gpu::launch_structure_texture(f0.get(), f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);
+  }
   Array out = Array::device(DType::f32, Shape(h, w, 2), device, s);
   if (params.precision == Precision::fp16)
     solve<__half>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s, clock);

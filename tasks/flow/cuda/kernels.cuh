@@ -60,6 +60,9 @@ struct Gauss1D {
 // Pyramid and image operations (pyramid_gpu.cu). Sizes are w x h, planes row-major.
 void launch_to_float(DType type, const void* in, float* out, long n, float scale, cudaStream_t s);
 void launch_normalise(float* a, float* b, long n, cudaStream_t s);  // joint min/max to [0, 1]
+// Both frames (float, w x h) replaced in place by their texture part f - alpha * ROF(f)
+// (structure_texture in src/image_ops.hpp); scratch holds 6 w h floats.
+void launch_structure_texture(float* f0, float* f1, float* scratch, int w, int h, float alpha, cudaStream_t s);
 template <class In, class Out>
 void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s);
 template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);

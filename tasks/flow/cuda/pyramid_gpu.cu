@@ -77,6 +77,37 @@ __global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out
 template <class S> __device__ __forceinline__ float derivative(const S* img, long m2, long m1, long p1, long p2) {
   return device::derivative5<float>(ld(img[m2]), ld(img[m1]), ld(img[p1]), ld(img[p2]));
 }
+// Structure-texture decomposition of both frames (blockIdx.z: frame), as structure_texture in
+// src/image_ops.hpp: per dual step one pass for u = f + theta div p, one for p; then the texture.
+struct RofFrames {
+  float* f[2];
+  float *u[2], *pa[2], *pb[2];
+};
+__global__ void rof_primal_kernel(RofFrames r, float theta, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const int k = blockIdx.z;
+  const long i = long(y) * w + x;
+  r.u[k][i] = device::rof_primal<float>(r.f[k][i], device::divergence<float>(r.pa[k], r.pb[k], w, h, x, y), theta);
+}
+__global__ void rof_dual_kernel(RofFrames r, float taut, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const int k = blockIdx.z;
+  const long i = long(y) * w + x;
+  const float* u = r.u[k];
+  const float ux = x < w - 1 ? u[i + 1] - u[i] : 0.f, uy = y < h - 1 ? u[i + w] - u[i] : 0.f;
+  device::tvl1_dual<float>(r.pa[k][i], r.pb[k][i], ux, uy, taut);
+}
+__global__ void texture_kernel(RofFrames r, float theta, float alpha, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
+  const int k = blockIdx.z;
+  const long i = long(y) * w + x;
+  const float f = r.f[k][i];
+  const float structure = device::rof_primal<float>(f, device::divergence<float>(r.pa[k], r.pb[k], w, h, x, y), theta);
+  r.f[k][i] = device::texture_part<float>(f, structure, alpha);
+}
 
 // Data term at pixel i from the tap rows (frame 1, its x and y gradients, each weighted along x):
 // the rows weighted along y, frame 0's gradient at (x, y), the stores.
@@ -207,6 +238,23 @@ void launch_normalise(float* a, float* b, long n, cudaStream_t s) {
   const auto pb = thrust::minmax_element(thrust::cuda::par.on(s), b, b + n);
   normalise_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(a, b, n, pa.first, pa.second, pb.first, pb.second);
   check_launch("flow.normalise_kernel", s);
+}
+
+void launch_structure_texture(float* f0, float* f1, float* scratch, int w, int h, float alpha, cudaStream_t s) {
+  const long n = static_cast<long>(w) * h;
+  RofFrames r{{f0, f1}, {scratch, scratch + n}, {scratch + 2 * n, scratch + 3 * n}, {scratch + 4 * n, scratch + 5 * n}};
+  WEFT_CUDA_CHECK(cudaMemsetAsync(scratch + 2 * n, 0, 4 * n * sizeof(float), s));
+  const float theta = static_cast<float>(device::kRofTheta), taut = static_cast<float>(device::kRofTau / device::kRofTheta);
+  dim3 grid = grid2(w, h);
+  grid.z = 2;
+  for (int it = 0; it < device::kRofIterations; ++it) {
+    rof_primal_kernel<<<grid, kBlock, 0, s>>>(r, theta, w, h);
+    check_launch("flow.rof_primal_kernel", s);
+    rof_dual_kernel<<<grid, kBlock, 0, s>>>(r, taut, w, h);
+    check_launch("flow.rof_dual_kernel", s);
+  }
+  texture_kernel<<<grid, kBlock, 0, s>>>(r, theta, alpha, w, h);
+  check_launch("flow.texture_kernel", s);
 }
 
 template <class In, class Out>

@@ -78,6 +78,32 @@ template <class T> void gradient(const Plane<T>& in, Plane<T>& gx, Plane<T>& gy,
     }
 }
 
+// Texture part of a frame (device::texture_part): f - alpha * ROF(f), kRofIterations dual steps.
+template <class T> Plane<T> structure_texture(const Plane<T>& f, double alpha, bool parallel) {
+  const int w = f.w, h = f.h;
+  Plane<T> u(w, h), pa(w, h), pb(w, h), out(w, h);
+  const T theta = T(device::kRofTheta), taut = T(device::kRofTau / device::kRofTheta);
+  for (int it = 0; it < device::kRofIterations; ++it) {
+#pragma omp parallel for if (parallel)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        u(y, x) = device::rof_primal<T>(f(y, x), device::divergence<T>(pa.v.data(), pb.v.data(), w, h, x, y), theta);
+#pragma omp parallel for if (parallel)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const T ux = x < w - 1 ? u(y, x + 1) - u(y, x) : T(0), uy = y < h - 1 ? u(y + 1, x) - u(y, x) : T(0);
+        device::tvl1_dual<T>(pa(y, x), pb(y, x), ux, uy, taut);
+      }
+  }
+#pragma omp parallel for if (parallel)
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const T structure = device::rof_primal<T>(f(y, x), device::divergence<T>(pa.v.data(), pb.v.data(), w, h, x, y), theta);
+      out(y, x) = device::texture_part<T>(f(y, x), structure, T(alpha));
+    }
+  return out;
+}
+
 // Square median filter of side `size` (odd, <= 5), replicated borders.
 template <class T> void median_filter(Plane<T>& p, int size, bool parallel) {
   if (size <= 1) return;

@@ -14,6 +14,7 @@ FlowParams default_params(Method method) {
     p.iterations = 200;
     p.epsilon = 0.001;
     p.alpha = method == Method::hs ? 12.0 : 10.0;
+    p.texture = 0.0;
   }
   return p;
 }
@@ -56,6 +57,7 @@ void validate(const FlowParams& p) {
   require(p.iterations >= 1, "iterations", p.iterations, ">= 1");
   require(p.epsilon >= 0 && std::isfinite(p.epsilon), "epsilon", p.epsilon, ">= 0");
   require(p.presmooth >= 0 && p.presmooth <= 5, "presmooth", p.presmooth, "in [0, 5]");
+  require(p.texture >= 0 && p.texture <= 1, "texture", p.texture, "in [0, 1]");
   require(p.median == 0 || p.median == 1 || p.median == 3 || p.median == 5, "median", p.median, "0, 1, 3 or 5");
   require(p.median_interval >= 1, "median-interval", p.median_interval, ">= 1");
   require(p.tau > 0 && p.tau <= 0.25, "tau", p.tau, "in (0, 0.25] (stability)");

@@ -51,9 +51,7 @@ void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowPa
   const T lt = T(prm.lambda * 255.0 * prm.theta), theta = T(prm.theta), taut = T(prm.tau / prm.theta);
   const T eps2 = T(prm.epsilon * prm.epsilon);
   auto div = [&](const Plane<T>& pa, const Plane<T>& pb, int y, int x) {
-    const T dx = (x < w - 1 ? pa(y, x) : T(0)) - (x > 0 ? pa(y, x - 1) : T(0));
-    const T dy = (y < h - 1 ? pb(y, x) : T(0)) - (y > 0 ? pb(y - 1, x) : T(0));
-    return dx + dy;
+    return device::divergence<T>(pa.v.data(), pb.v.data(), w, h, x, y);
   };
   for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
     const Warped<T> wd = warp(i1, g, f, parallel);
@@ -142,8 +140,13 @@ void coupled_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const Flo
   }
 }
 
-// Coarse-to-fine driver. i0, i1 are already normalised to [0, 1].
+// Coarse-to-fine driver. i0, i1 are already normalised to [0, 1]; with params.texture > 0 the
+// pyramid is built from their texture parts (structure_texture).
 template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
+  if (prm.texture > 0) {
+    i0 = structure_texture(i0, prm.texture, parallel);
+    i1 = structure_texture(i1, prm.texture, parallel);
+  }
   const int levels = level_count(i0.w, i0.h, prm);
   std::vector<Plane<T>> p0{gaussian(i0, prm.presmooth, parallel)}, p1{gaussian(i1, prm.presmooth, parallel)};
   for (int s = 1; s < levels; ++s) {

@@ -160,9 +160,9 @@ TEST(FlowGpu, ConstantImageGivesZeroFlow) {
 }
 
 // Defaults (300 iterations, epsilon 0.01, checked on the device every iteration) on the shared
-// pairs. fp32: the CPU path's bounds (tests/flow/flow_test.cpp: tvl1 0.17 RubberWhale, 0.19
-// Hydrangea, measured 0.160 and 0.183; the issue's 0.75 on Sintel easy; hs and clg 0.235);
-// fp16 gets about 10 % more.
+// pairs. fp32: the issue's bounds (tvl1 0.17 RubberWhale and Hydrangea, the CPU path measured
+// 0.122 and 0.148; 0.75 on Sintel easy; hs and clg 0.235 as tests/flow/flow_test.cpp); fp16 keeps
+// the bounds it had before the texture part and the 5-point derivatives (not re-measured).
 struct EpeCase {
   Method method;
   Precision precision;
@@ -172,7 +172,7 @@ struct EpeCase {
 class GpuSharedPairs : public ::testing::TestWithParam<EpeCase> {};
 INSTANTIATE_TEST_SUITE_P(
     Flow, GpuSharedPairs,
-    ::testing::Values(EpeCase{Method::tvl1, Precision::fp32, 0, 0.17}, EpeCase{Method::tvl1, Precision::fp32, 1, 0.19},
+    ::testing::Values(EpeCase{Method::tvl1, Precision::fp32, 0, 0.17}, EpeCase{Method::tvl1, Precision::fp32, 1, 0.17},
                       EpeCase{Method::tvl1, Precision::fp32, 2, 0.75}, EpeCase{Method::tvl1, Precision::fp16, 0, 0.185},
                       EpeCase{Method::tvl1, Precision::fp16, 1, 0.21}, EpeCase{Method::tvl1, Precision::fp16, 2, 0.75},
                       EpeCase{Method::hs, Precision::fp32, 0, 0.235}, EpeCase{Method::clg, Precision::fp32, 0, 0.235},

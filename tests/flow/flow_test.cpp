@@ -148,9 +148,9 @@ TEST(FlowTask, FiresOncePerPair) {
 }
 
 // EPE on the shared pairs with the CPU float path at each method's defaults. tvl1: the issue's
-// 0.17 on RubberWhale (measured 0.160; OpenCV DualTVL1 0.156) and Sintel easy within its 0.75
-// (measured 0.228; OpenCV 0.696); Hydrangea measured 0.183 (OpenCV 0.194), above the 0.17,
-// so bounded at 0.19. hs and clg on RubberWhale: measured 0.222 and 0.221, bounded at 0.235.
+// 0.17 on RubberWhale and Hydrangea (measured 0.122 and 0.148; OpenCV DualTVL1 0.156 and 0.194),
+// Sintel easy within its 0.75 (measured 0.229; OpenCV 0.696), bounded here at 0.24. hs and clg on
+// RubberWhale: measured 0.212 and 0.210, bounded at 0.235.
 struct EpeCase {
   Method method;
   int pair;
@@ -158,7 +158,7 @@ struct EpeCase {
 };
 class SharedPairs : public ::testing::TestWithParam<EpeCase> {};
 INSTANTIATE_TEST_SUITE_P(Flow, SharedPairs,
-                         ::testing::Values(EpeCase{Method::tvl1, 0, 0.17}, EpeCase{Method::tvl1, 1, 0.19},
+                         ::testing::Values(EpeCase{Method::tvl1, 0, 0.17}, EpeCase{Method::tvl1, 1, 0.17},
                                            EpeCase{Method::tvl1, 2, 0.24}, EpeCase{Method::hs, 0, 0.235},
                                            EpeCase{Method::clg, 0, 0.235}),
                          [](const auto& info) {

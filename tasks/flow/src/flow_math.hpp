@@ -41,8 +41,9 @@ template <class T> WEFT_FLOW_HD T warped_gradient(T warped_i1, T i0) { return T(
 // Derivative of the samples at offsets -2, -1, +1, +2 around a pixel: the 5-point central
 // stencil [1 -8 0 8 -1] / 12 instead of centred differences (as Wedel et al. 2009). TV-L1 at the defaults, RubberWhale / Hydrangea / Sintel easy: 0.160 / 0.183 / 0.228
 // with centred differences, 0.149 / 0.176 / 0.226 with this stencil (CPU path, no texture part).
-// A product by 1/12, not a division: the GPU warp evaluates it at 34 points per pixel, and an
-// IEEE division there took the 4K warp stage from 0.20 to 1.05 ms (flow_bench --seed, H100).
+// A product by 1/12, not a division: the GPU warp evaluates it at 34 points per pixel; with the
+// IEEE division its 4K fp16 seed-setting stage took 1.05 ms, with the product 0.37 (0.20 with
+// centred differences; flow_bench on an H100, bench/results/flow.json has the product's).
 template <class T> WEFT_FLOW_HD T derivative5(T m2, T m1, T p1, T p2) {
   return ((m2 - p2) + T(8) * (p1 - m1)) * (T(1) / T(12));
 }

@@ -143,6 +143,15 @@ __device__ void warp_pixel(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, 
   device::cubic_weights(x + f.x - float(ix), wx);
   device::cubic_weights(y + f.y - float(iy), wy);
   float vr[4], xr[4], yr[4];
+  float win[8][8];  // rows iy - 3 .. iy + 4, columns ix - 3 .. ix + 4 (interior only)
+  if constexpr (!Border) {
+    const S* row = i1 + long(iy - 3) * w + (ix - 3);
+#pragma unroll
+    for (int r = 0; r < 8; ++r, row += w)
+#pragma unroll
+      for (int c = 0; c < 8; ++c)
+        if ((r >= 2 && r <= 5) || (c >= 2 && c <= 5)) win[r][c] = ld(row[c]);
+  }
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     float v[4], gxv[4], gyv[4];
@@ -158,13 +167,12 @@ __device__ void warp_pixel(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, 
                             r + clamp_index(tx + 2, w));
         gyv[t] = derivative(i1, up2 + tx, up + tx, down + tx, down2 + tx);
       }
-    } else {
-      const S* row = i1 + long(iy - 1 + j) * w + ix - 1;
+    } else {  // the 8 x 8 window around the taps (corners unused), each pixel loaded once
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
-        v[t] = ld(row[t]);
-        gxv[t] = derivative(row, t - 2, t - 1, t + 1, t + 2);
-        gyv[t] = derivative(row, t - 2 * long(w), t - long(w), t + long(w), t + 2 * long(w));
+        v[t] = win[j + 2][t + 2];
+        gxv[t] = device::derivative5(win[j + 2][t], win[j + 2][t + 1], win[j + 2][t + 3], win[j + 2][t + 4]);
+        gyv[t] = device::derivative5(win[j][t + 2], win[j + 1][t + 2], win[j + 3][t + 2], win[j + 4][t + 2]);
       }
     }
     vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);

@@ -120,25 +120,26 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     else
       level = frame;  // read the converted frame directly
     for (int k = 0; k < levels; ++k) {
-      if (k > 0) {
-        const float* src = level;
-        if (aa.radius > 0) {
-          gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
-          src = spare;
-        }
-        float* dst = src == fa.get() ? fb.get() : fa.get();
-        gpu::launch_resize<float>(src, lv[k - 1].w, lv[k - 1].h, dst, lv[k].w, lv[k].h, s);
-        level = dst;
-        spare = dst == fa.get() ? fb.get() : fa.get();
-      }
       pyr.emplace_back(lv[k].n(), s);
-      gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
+      if (k == 0) {  // level 0 stored in S; the coarser ones by the resize itself
+        gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
+        continue;
+      }
+      const float* src = level;
+      if (aa.radius > 0) {
+        gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
+        src = spare;
+      }
+      float* dst = src == fa.get() ? fb.get() : fa.get();
+      gpu::launch_resize_both<S>(src, lv[k - 1].w, lv[k - 1].h, dst, pyr.back().get(), lv[k].w, lv[k].h, s);
+      level = dst;
+      spare = dst == fa.get() ? fb.get() : fa.get();
     }
   }
 
   DeviceBuffer<float2> ua(n0, s), ub(n0, s);
   DeviceBuffer<S> rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
-  DeviceBuffer<P> grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
+  DeviceBuffer<P> g0(n0, s), g1(n0, s), grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
   DeviceBuffer<float> err(prm.iterations, s);
   ua.zero(lv.back().n());
   const gpu::Gauss1D tensor_blur = gpu::gaussian_weights(prm.method == Method::clg ? prm.rho : 0.0);
@@ -157,6 +158,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
       std::swap(u, u_next);
     }
     clock.enter(&StageTimes::warp);
+    gpu::launch_gradient_pairs<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), w, h, s);
     if (!fused) {
       WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
       WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
@@ -164,7 +166,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(n));
     for (int warp = 0; warp < prm.warps; ++warp) {
       clock.enter(&StageTimes::warp);
-      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), u, grad.get(), rho_c.get(), w, h, s);
+      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), u, grad.get(), rho_c.get(), w, h, s);
       if (!fused) err.zero(prm.iterations);
       // Median filter at the start of the warp and every median_interval iterations (skipped on
       // the device once the iteration has converged, as the CPU loop stops).

@@ -65,13 +65,19 @@ void launch_normalise(float* a, float* b, long n, cudaStream_t s);  // joint min
 void launch_structure_texture(float* f0, float* f1, float* scratch, int w, int h, float alpha, cudaStream_t s);
 template <class In, class Out>
 void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w, int h, cudaStream_t s);
-template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s);
-void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
-// Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
-// there and frame 0's; 5-point derivatives of the frames, computed at each bicubic tap):
-// grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+// The float resize and the same level stored in S, in one pass.
 template <class S>
-void launch_warp(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
+void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, int w, int h, cudaStream_t s);
+void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
+// Gradients of both frames of a level as (x, y) pairs (5-point derivatives, replicated borders).
+template <class S>
+void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s);
+// Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
+// there and frame 0's; one set of bicubic weights for the frame and its gradient pairs, the
+// pairs' sums in half2 arithmetic in fp16): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+template <class S>
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
 // Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
 // err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,

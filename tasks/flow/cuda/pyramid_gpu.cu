@@ -56,11 +56,14 @@ template <class Out> __global__ void blur_cols_kernel(Gauss1D g, const float* in
   for (int i = -g.radius; i <= g.radius; ++i) s += g.w[i + g.radius] * in[long(device::clamp_index(y + i, h)) * w + x];
   out[long(y) * w + x] = st<Out>(s);
 }
-template <class S> __global__ void resize_kernel(const S* in, int wi, int hi, S* out, int w, int h) {
+// Resize to the next level kept in float (to build the one after) and stored in S.
+template <class S> __global__ void resize_both_kernel(const float* in, int wi, int hi, float* out, S* out_s, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
   const float sx = float(wi) / w, sy = float(hi) / h;
-  out[long(y) * w + x] = st<S>(device::bilinear<float>(in, wi, hi, (x + 0.5f) * sx - 0.5f, (y + 0.5f) * sy - 0.5f));
+  const float v = device::bilinear<float>(in, wi, hi, (x + 0.5f) * sx - 0.5f, (y + 0.5f) * sy - 0.5f);
+  out[long(y) * w + x] = v;
+  out_s[long(y) * w + x] = st<S>(v);
 }
 __global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out, int w, int h) {
   int x, y;
@@ -70,12 +73,6 @@ __global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out
   const float xs = (x + 0.5f) * sx - 0.5f, ys = (y + 0.5f) * sy - 0.5f;
   out[long(y) * w + x] = make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
                                      device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
-}
-// Derivative of the frame along one axis at one pixel, in float: the 5-point stencil
-// (device::derivative5) over the samples at indices m2, m1, p1, p2 (the warp computes gradients
-// from the frames at each tap instead of reading gradient images).
-template <class S> __device__ __forceinline__ float derivative(const S* img, long m2, long m1, long p1, long p2) {
-  return device::derivative5<float>(ld(img[m2]), ld(img[m1]), ld(img[p1]), ld(img[p2]));
 }
 // Structure-texture decomposition of both frames (blockIdx.z: frame), as structure_texture in
 // src/image_ops.hpp: per dual step one pass for u = f + theta div p, one for p; then the texture.
@@ -109,95 +106,94 @@ __global__ void texture_kernel(RofFrames r, float theta, float alpha, int w, int
   r.f[k][i] = device::texture_part<float>(f, structure, alpha);
 }
 
-// Data term at pixel i from the tap rows (frame 1, its x and y gradients, each weighted along x):
-// the rows weighted along y, frame 0's gradient at (x, y), the stores.
+// Gradients of both frames of a level as (x, y) pairs, 5-point derivatives with replicated borders
+// (device::derivative5, as src/image_ops.hpp); blockIdx.z is the frame.
 template <class S>
-__device__ __forceinline__ void warp_finish(const S* i0, float2 f, const float (&wy)[4], const float (&vr)[4],
-                                            const float (&xr)[4], const float (&yr)[4], Pair_t<S>* grad, S* rho_c,
-                                            int w, int h, int x, int y) {
+__global__ void gradient_pairs_kernel(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h) {
+  int x, y;
+  if (!pixel(w, h, x, y)) return;
   using device::clamp_index;
-  const long r0 = long(y) * w, i = r0 + x;
-  const float g0x = derivative(i0, r0 + clamp_index(x - 2, w), r0 + clamp_index(x - 1, w), r0 + clamp_index(x + 1, w),
-                               r0 + clamp_index(x + 2, w));
-  auto row0 = [&](int d) { return long(clamp_index(y + d, h)) * w + x; };
-  const float g0y = derivative(i0, row0(-2), row0(-1), row0(1), row0(2));
-  const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
-  const float gx = device::warped_gradient<float>(device::cubic_sum(wy, xr[0], xr[1], xr[2], xr[3]), g0x);
-  const float gy = device::warped_gradient<float>(device::cubic_sum(wy, yr[0], yr[1], yr[2], yr[3]), g0y);
-  grad[i] = st2<Pair_t<S>>(gx, gy);
-  rho_c[i] = st<S>(iw - gx * f.x - gy * f.y - ld(i0[i]));
+  const long i = long(y) * w + x;
+  const S* in = (blockIdx.z == 0 ? i0 : i1) + i;
+  float gx, gy;
+  if (x >= 2 && x + 2 < w && y >= 2 && y + 2 < h) {  // no clamps; offsets from the pixel
+    gx = device::derivative5(ld(in[-2]), ld(in[-1]), ld(in[1]), ld(in[2]));
+    gy = device::derivative5(ld(in[-2 * w]), ld(in[-w]), ld(in[w]), ld(in[2 * w]));
+  } else {
+    auto at_x = [&](int d) { return ld(in[clamp_index(x + d, w) - x]); };
+    auto at_y = [&](int d) { return ld(in[long(clamp_index(y + d, h) - y) * w]); };
+    gx = device::derivative5(at_x(-2), at_x(-1), at_x(1), at_x(2));
+    gy = device::derivative5(at_y(-2), at_y(-1), at_y(1), at_y(2));
+  }
+  (blockIdx.z == 0 ? g0 : g1)[i] = st2<Pair_t<S>>(gx, gy);
 }
 
-// Layer 3, one pixel: frame 1 and its gradient sampled bicubically at x + flow (one set of
-// weights for the three samples; the gradient at each tap from frame 1's pixels around it), frame
-// 0's gradient at x, the data term's gradient and constant. In fp32 the same values as sampling
-// gradient images made by a 5-point derivative pass (src/image_ops.hpp); in fp16 the gradients
-// are not rounded to half on the way (no gradient images, and conversions cost more than loads).
-// Border: replicated, taps clamped and each tap's neighbours clamped again, as gradient images of
-// the clamped frame would give; interior: every tap and its neighbours inside, no clamps.
+// Weighted sums of gradient pairs: float2 in fp32; half2 arithmetic in fp16 (the pairs are
+// half already, and the data term's gradient is stored as half).
+__device__ __forceinline__ float2 pair_sum(const float (&w)[4], const float2 (&g)[4]) {
+  return make_float2(device::cubic_sum(w, g[0].x, g[1].x, g[2].x, g[3].x),
+                     device::cubic_sum(w, g[0].y, g[1].y, g[2].y, g[3].y));
+}
+__device__ __forceinline__ __half2 pair_sum(const float (&w)[4], const __half2 (&g)[4]) {
+  __half2 acc = __hmul2(__float2half2_rn(w[0]), g[0]);
+#pragma unroll
+  for (int t = 1; t < 4; ++t) acc = __hfma2(__float2half2_rn(w[t]), g[t], acc);
+  return acc;
+}
+
+// Layer 3, one pixel: frame 1 and its gradient pairs sampled bicubically at x + flow (one set of
+// weights for both samples, replicated borders as device::bicubic), frame 0's gradient at x, the
+// data term's gradient and constant. Interior: every tap inside, no clamps.
 template <class S, bool Border>
-__device__ void warp_pixel(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x,
-                           int y, int ix, int iy) {
+__device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, float2 f,
+                           Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix, int iy) {
+  using P = Pair_t<S>;
   using device::clamp_index;
   float wx[4], wy[4];
   device::cubic_weights(x + f.x - float(ix), wx);
   device::cubic_weights(y + f.y - float(iy), wy);
-  float vr[4], xr[4], yr[4];
-  float win[8][8];  // rows iy - 3 .. iy + 4, columns ix - 3 .. ix + 4 (interior only)
-  if constexpr (!Border) {
-    const S* row = i1 + long(iy - 3) * w + (ix - 3);
-#pragma unroll
-    for (int r = 0; r < 8; ++r, row += w)
-#pragma unroll
-      for (int c = 0; c < 8; ++c)
-        if ((r >= 2 && r <= 5) || (c >= 2 && c <= 5)) win[r][c] = ld(row[c]);
-  }
+  float vr[4];
+  P gr[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    float v[4], gxv[4], gyv[4];
-    if constexpr (Border) {
-      const int ty = clamp_index(iy - 1 + j, h);
-      const long r = long(ty) * w, up = long(clamp_index(ty - 1, h)) * w, down = long(clamp_index(ty + 1, h)) * w;
-      const long up2 = long(clamp_index(ty - 2, h)) * w, down2 = long(clamp_index(ty + 2, h)) * w;
+    const long r = long(Border ? clamp_index(iy - 1 + j, h) : iy - 1 + j) * w;
+    float v[4];
+    P g[4];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int tx = clamp_index(ix - 1 + t, w);
-        v[t] = ld(i1[r + tx]);
-        gxv[t] = derivative(i1, r + clamp_index(tx - 2, w), r + clamp_index(tx - 1, w), r + clamp_index(tx + 1, w),
-                            r + clamp_index(tx + 2, w));
-        gyv[t] = derivative(i1, up2 + tx, up + tx, down + tx, down2 + tx);
-      }
-    } else {  // the 8 x 8 window around the taps (corners unused), each pixel loaded once
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        v[t] = win[j + 2][t + 2];
-        gxv[t] = device::derivative5(win[j + 2][t], win[j + 2][t + 1], win[j + 2][t + 3], win[j + 2][t + 4]);
-        gyv[t] = device::derivative5(win[j][t + 2], win[j + 1][t + 2], win[j + 3][t + 2], win[j + 4][t + 2]);
-      }
+    for (int t = 0; t < 4; ++t) {
+      const long k = r + (Border ? clamp_index(ix - 1 + t, w) : ix - 1 + t);
+      v[t] = ld(i1[k]);
+      g[t] = g1[k];
     }
     vr[j] = device::cubic_sum(wx, v[0], v[1], v[2], v[3]);
-    xr[j] = device::cubic_sum(wx, gxv[0], gxv[1], gxv[2], gxv[3]);
-    yr[j] = device::cubic_sum(wx, gyv[0], gyv[1], gyv[2], gyv[3]);
+    gr[j] = pair_sum(wx, g);
   }
-  warp_finish(i0, f, wy, vr, xr, yr, grad, rho_c, w, h, x, y);
+  const long i = long(y) * w + x;
+  const float2 g1w = ld2(pair_sum(wy, gr)), g0i = ld2(g0[i]);
+  const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
+  const float gx = device::warped_gradient<float>(g1w.x, g0i.x), gy = device::warped_gradient<float>(g1w.y, g0i.y);
+  grad[i] = st2<P>(gx, gy);
+  rho_c[i] = st<S>(iw - gx * f.x - gy * f.y - ld(i0[i]));
 }
 // Out of line: the interior path, which nearly every pixel takes, stays short.
 template <class S>
-__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, float2 f, Pair_t<S>* grad, S* rho_c, int w,
-                                               int h, int x, int y, int ix, int iy) {
-  warp_pixel<S, true>(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
+__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1,
+                                               float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix,
+                                               int iy) {
+  warp_pixel<S, true>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 
 template <class S>
-__global__ void warp_kernel(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
+__global__ void warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
+                            Pair_t<S>* grad, S* rho_c, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
   const float2 f = flow[long(y) * w + x];
   const int ix = static_cast<int>(floorf(x + f.x)), iy = static_cast<int>(floorf(y + f.y));
-  if (ix >= 3 && ix + 4 < w && iy >= 3 && iy + 4 < h)
-    warp_pixel<S, false>(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
+  if (ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h)
+    warp_pixel<S, false>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
   else
-    warp_pixel_border(i0, i1, f, grad, rho_c, w, h, x, y, ix, iy);
+    warp_pixel_border(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 __global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
                                    int h) {
@@ -279,9 +275,10 @@ void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w
   check_launch("flow.blur_cols_kernel", s);
 }
 
-template <class S> void launch_resize(const S* in, int wi, int hi, S* out, int w, int h, cudaStream_t s) {
-  resize_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, wi, hi, out, w, h);
-  check_launch("flow.resize_kernel", s);
+template <class S>
+void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, int w, int h, cudaStream_t s) {
+  resize_both_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, wi, hi, out, out_s, w, h);
+  check_launch("flow.resize_both_kernel", s);
 }
 
 void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s) {
@@ -290,8 +287,17 @@ void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, in
 }
 
 template <class S>
-void launch_warp(const S* i0, const S* i1, const float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, flow, grad, rho_c, w, h);
+void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s) {
+  dim3 grid = grid2(w, h);
+  grid.z = 2;
+  gradient_pairs_kernel<<<grid, kBlock, 0, s>>>(i0, i1, g0, g1, w, h);
+  check_launch("flow.gradient_pairs_kernel", s);
+}
+
+template <class S>
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g0, g1, flow, grad, rho_c, w, h);
   check_launch("flow.warp_kernel", s);
 }
 
@@ -303,8 +309,10 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
 
 #define WEFT_FLOW_INSTANTIATE(S)                                                                                   \
   template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
-  template void launch_resize<S>(const S*, int, int, S*, int, int, cudaStream_t);                                 \
-  template void launch_warp<S>(const S*, const S*, const float2*, Pair_t<S>*, S*, int, int, cudaStream_t);
+  template void launch_resize_both<S>(const float*, int, int, float*, S*, int, int, cudaStream_t);                \
+  template void launch_gradient_pairs<S>(const S*, const S*, Pair_t<S>*, Pair_t<S>*, int, int, cudaStream_t);     \
+  template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const Pair_t<S>*, const float2*, Pair_t<S>*, \
+                               S*, int, int, cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

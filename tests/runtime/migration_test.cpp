@@ -12,19 +12,11 @@
 
 using namespace weft;
 using weft::test::env;
+using weft::test::every_cpu_place;
 
 namespace {
 
 int last_rank() { return env->size() - 1; }
-
-std::vector<Place> every_cpu_place() {
-  std::vector<Place> places;
-  for (int r = 0; r < env->size(); ++r) {
-    places.push_back(Place::host(r));
-    places.push_back(Place{Place::cpu, 1, r});
-  }
-  return places;
-}
 
 /// source (rank 0) -> scale (2x+1) -> sum (running sum) -> fir -> sink (last rank).
 struct Pipeline {

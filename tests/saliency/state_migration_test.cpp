@@ -23,6 +23,7 @@ namespace weft::saliency {
 namespace {
 
 using weft::test::env;
+using weft::test::every_cpu_place;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::int64_t kH = 48, kW = 64;
@@ -77,15 +78,6 @@ class Keep final : public Task {
  private:
   std::shared_ptr<Maps> maps_;
 };
-
-std::vector<Place> every_cpu_place() {
-  std::vector<Place> places;
-  for (int r = 0; r < env->size(); ++r) {
-    places.push_back(Place::host(r));
-    places.push_back(Place{Place::cpu, 1, r});
-  }
-  return places;
-}
 
 /// Where each stateful task goes at the i-th move (i from 1): never where it already is.
 Place input_place(int i) {

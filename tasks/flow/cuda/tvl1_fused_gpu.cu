@@ -1,6 +1,7 @@
 // Several TV-L1 iterations per launch (temporal blocking). launch_tvl1_fused dispatches on the
 // layout (kernels.cuh): the policy's register layouts live in tvl1_columns_gpu.cu; this file keeps
-// the shared-memory kernel (layout `shared`, 2.2x slower at 4K on an H100) for comparison.
+// the shared-memory kernel (layout `shared`: 1.71 ms for the 4K fp16 seed setting's iterations on
+// an H100, against 0.60 for the policy's) for comparison.
 // Shared-memory kernel: a block loads its tile plus a halo of
 // FusedTvl1Policy::steps pixels (flow, duals, warped gradient, rho_c) into shared memory, runs up
 // to `steps` iterations there, and writes back the centre only. Each iteration invalidates one

@@ -10,17 +10,38 @@ using namespace weft;
 
 namespace {
 
-Graph demo() {
+/// A copy on the CPU that declares a CUDA implementation (never run here), so that a mapping
+/// test can place it on a GPU in a build without CUDA as well as with it.
+class Relay final : public Task {
+ public:
+  explicit Relay(std::string name) : Task(std::move(name)) {}
+  In<Array> in = input<Array>("in", DType::f32);
+  Out<Array> out = output<Array>("out", DType::f32);
+  void run(Context& ctx) override { ctx.put(out, ctx.take(in)); }
+  [[nodiscard]] bool has_cuda() const override { return true; }
+};
+
+/// read -> gabor.0, gabor.1 -> sum -> write. The gabor tasks are Affine (a CUDA implementation
+/// only in a build with CUDA), or Relay with `cuda_gabors`.
+Graph demo(bool cuda_gabors = false) {
   Graph g;
   auto& src = g.add<tasks::ArraySource>("read", 3, 4);
-  auto& a = g.add<tasks::Affine>("gabor.0", 1, 0);
-  auto& b = g.add<tasks::Affine>("gabor.1", 1, 0);
+  auto gabor = [&](const std::string& name) -> std::pair<In<Array>, Out<Array>> {
+    if (cuda_gabors) {
+      auto& t = g.add<Relay>(name);
+      return {t.in, t.out};
+    }
+    auto& t = g.add<tasks::Affine>(name, 1, 0);
+    return {t.in, t.out};
+  };
+  auto [a_in, a_out] = gabor("gabor.0");
+  auto [b_in, b_out] = gabor("gabor.1");
   auto& s = g.add<tasks::Add>("sum");
   auto& sink = g.add<tasks::Collect>("write", std::make_shared<tasks::Collect::Record>());
-  g.connect(src.out, a.in);
-  g.connect(src.out, b.in);
-  g.connect(a.out, s.lhs);
-  g.connect(b.out, s.rhs);
+  g.connect(src.out, a_in);
+  g.connect(src.out, b_in);
+  g.connect(a_out, s.lhs);
+  g.connect(b_out, s.rhs);
   g.connect(s.out, sink.in);
   return g;
 }
@@ -45,7 +66,7 @@ std::string write(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST(FileMapper, ExactNamesWinOverPatterns) {
-  Graph g = demo();
+  Graph g = demo(true);
   FileMapper m(write("ok", "ranks: 2\nplaces:\n  read: {rank: 0, device: cpu}\n  \"gabor.*\": {rank: 1, device: gpu:0}\n"
                            "  gabor.0: {rank: 0, device: gpu:0}\n  write: rank:1/cpu\n"));
   Cluster c = cluster(2, 1);

@@ -107,6 +107,32 @@ TEST(FileMapper, ErrorsNameTheFileLineAndValue) {
   EXPECT_THROW(FileMapper("/nonexistent/mapping.yaml"), ConfigError);
 }
 
+TEST(FileMapper, WithoutRequiringCudaChecksEverythingElse) {
+  Graph g = demo();  // Affine has a CUDA implementation only in a build with CUDA; ArraySource in none
+  Cluster c = cluster(1, 1);
+  FileMapper gpu(write("gpu", "places:\n  \"gabor.*\": gpu:0\n"));
+  if (g.at("gabor.0").has_cuda()) EXPECT_NO_THROW(gpu.check(g, c));
+  else EXPECT_THROW(gpu.check(g, c), ConfigError);
+  EXPECT_NO_THROW(gpu.check(g, c, true, /*require_cuda=*/false));
+  FileMapper read(write("read", "places:\n  read: gpu:0\n"));
+  EXPECT_THROW(read.check(g, c), ConfigError);
+  EXPECT_NO_THROW(read.check(g, c, true, false));  // what `weft mapping check` says it did not check
+  auto message = [&](const std::string& text) {
+    try {
+      FileMapper m(write("bad", text));
+      m.check(g, c, true, false);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("places:\n  gabbor.0: gpu:0\n").find("unknown task"), std::string::npos);
+  EXPECT_NE(message("places:\n  gabor.0: gpu:1\n").find("no such GPU"), std::string::npos);
+  EXPECT_NE(message("places:\n  gabor.0: {rank: 2, device: gpu:0}\n").find("rank 2 does not exist"),
+            std::string::npos);
+  EXPECT_NE(message("ranks: 2\nplaces:\n  gabor.0: gpu:0\n").find("field 'ranks' is 2"), std::string::npos);
+}
+
 TEST(AutoMapper, UsesGpusOnlyForTasksWithCuda) {
   Graph g = demo();
   AutoMapper automatic;

@@ -100,7 +100,7 @@ std::optional<Place> FileMapper::place(const Task& task, const Graph&, const Clu
   return std::nullopt;
 }
 
-void FileMapper::check(const Graph& graph, const Cluster& cluster, bool every_rule_used) const {
+void FileMapper::check(const Graph& graph, const Cluster& cluster, bool every_rule_used, bool require_cuda) const {
   for (const Rule& r : rules_) {
     if (!every_rule_used) break;
     bool any = false;
@@ -118,17 +118,11 @@ void FileMapper::check(const Graph& graph, const Cluster& cluster, bool every_ru
   if (ranks_ > 0 && ranks_ != cluster.size())
     throw ConfigError(path_ + ": field 'ranks' is " + std::to_string(ranks_) + " but the job has " +
                       std::to_string(cluster.size()) + " rank" + (cluster.size() == 1 ? "" : "s"));
-  // Reuse map_graph's checks on the tasks this file places.
-  struct Only : Mapper {
-    const FileMapper* f;
-    explicit Only(const FileMapper* f) : f(f) {}
-    std::optional<Place> place(const Task& t, const Graph& g, const Cluster& c) const override {
-      auto p = f->place(t, g, c);
-      return p ? p : std::optional<Place>(Place::host(0));
-    }
-    std::string name() const override { return f->name(); }
-  } only(this);
-  (void)map_graph(graph, cluster, {&only});
+  // map_graph's checks on the tasks this file places (the others as if on rank 0's CPU).
+  for (const auto& t : graph.tasks()) {
+    auto p = place(*t, graph, cluster);
+    check_place(*t, p ? *p : Place::host(0), cluster, name(), require_cuda);
+  }
 }
 
 }  // namespace weft

@@ -101,8 +101,7 @@ std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, con
   return use_gpu ? Place::cuda(0, 0) : Place::host(0);
 }
 
-namespace {
-void check_place(const Task& task, Place p, const Cluster& cluster, const std::string& source) {
+void check_place(const Task& task, Place p, const Cluster& cluster, const std::string& source, bool require_cuda) {
   std::string where = "mapping (" + source + "): task '" + task.name() + "' on " + p.str() + ": ";
   if (p.rank < 0 || p.rank >= cluster.size())
     throw ConfigError(where + "rank " + std::to_string(p.rank) + " does not exist (the job has " +
@@ -112,12 +111,11 @@ void check_place(const Task& task, Place p, const Cluster& cluster, const std::s
     if (p.device >= n)
       throw ConfigError(where + "no such GPU (rank " + std::to_string(p.rank) + " has " + std::to_string(n) +
                         " GPU" + (n == 1 ? "" : "s") + ")");
-    if (!task.has_cuda()) throw ConfigError(where + "the task has no CUDA implementation");
+    if (require_cuda && !task.has_cuda()) throw ConfigError(where + "the task has no CUDA implementation");
   } else if (!task.has_cpu()) {
     throw ConfigError(where + "the task has no CPU implementation");
   }
 }
-}  // namespace
 
 Mapping map_graph(const Graph& graph, const Cluster& cluster, const std::vector<const Mapper*>& mappers) {
   Mapping m;

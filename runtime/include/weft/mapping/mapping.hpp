@@ -68,8 +68,11 @@ class FileMapper final : public Mapper {
   std::string name() const override { return "file " + path_; }
   /// Checks the file against a graph and a cluster: every pattern matches a task (unless
   /// `every_rule_used` is false: a preliminary graph of a job the file was written for), every
-  /// place exists, every task placed on a GPU has a CUDA implementation. Throws ConfigError.
-  void check(const Graph& graph, const Cluster& cluster, bool every_rule_used = true) const;
+  /// place exists, every task placed on a GPU has a CUDA implementation (unless `require_cuda`
+  /// is false: `weft mapping check` in a build without CUDA, where no task has one, checks the
+  /// rest of a GPU mapping). Throws ConfigError.
+  void check(const Graph& graph, const Cluster& cluster, bool every_rule_used = true,
+             bool require_cuda = true) const;
   [[nodiscard]] int ranks() const noexcept { return ranks_; }
 
  private:
@@ -95,6 +98,12 @@ class AutoMapper final : public Mapper {
  private:
   DeviceChoice choice_;
 };
+
+/// Throws ConfigError (naming `source`, the task and the place) unless `place` exists in the
+/// cluster and the task can run there: a CPU implementation for a CPU place, a CUDA one for a GPU
+/// place (not checked when `require_cuda` is false).
+void check_place(const Task& task, Place place, const Cluster& cluster, const std::string& source,
+                 bool require_cuda = true);
 
 /// Asks each mapper in turn (first answer wins) for every task, then validates the result:
 /// every place exists in the cluster and every task can run there. Throws ConfigError.

@@ -1,6 +1,11 @@
 // weft mapping check FILE --app NAME: validates a mapping file against an application's graph.
+// In a build without CUDA (no task has a CUDA implementation there) a file that places tasks on
+// GPUs is checked for everything else (task names, ranks, GPU indices, CPU places) and the
+// output says what was not checked, so that a file written for a GPU cluster can be checked on a
+// machine without CUDA.
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "common/cli.hpp"
 #include "weft/exec/environment.hpp"
@@ -52,14 +57,32 @@ int mapping_main(int argc, char** argv) {
       r.gpus.clear();
       for (int g = 0; g < gpus; ++g) r.gpus.push_back({g, "hypothetical GPU", 0, 9, 0, 0, "gpu" + std::to_string(g)});
     }
+#ifdef WEFT_HAVE_CUDA
+  constexpr bool cuda_built = true;
+#else
+  constexpr bool cuda_built = false;
+#endif
   Graph graph = graph_def->build();
-  mapper.check(graph, cluster);
+  try {
+    mapper.check(graph, cluster, true, cuda_built);
+  } catch (const ConfigError& e) {  // a GPU this machine lacks: say how to check for another machine
+    if (gpus < 0 && std::string(e.what()).find("no such GPU") != std::string::npos)
+      throw ConfigError(std::string(e.what()) + "; --gpus N checks as if every rank had N GPUs");
+    throw;
+  }
+  int on_gpus = 0;
+  for (const auto& t : graph.tasks())
+    if (auto p = mapper.place(*t, graph, cluster); p && p->is_gpu()) ++on_gpus;
   if (!env || env->rank() == 0) {
     std::printf("%s: valid for app '%s' on %d rank%s\n", file.c_str(), app.c_str(), cluster.size(),
                 cluster.size() == 1 ? "" : "s");
     for (const auto& t : graph.tasks())
       if (auto p = mapper.place(*t, graph, cluster)) std::printf("  %-20s %s\n", t->name().c_str(), p->str().c_str());
       else std::printf("  %-20s (automatic)\n", t->name().c_str());
+    if (!cuda_built && on_gpus > 0)
+      std::printf("note: this weft was built without CUDA: task names, ranks and places were checked, but not "
+                  "whether the %d task%s placed on GPUs ha%s a CUDA implementation (a build with CUDA checks that)\n",
+                  on_gpus, on_gpus == 1 ? "" : "s", on_gpus == 1 ? "s" : "ve");
   }
   return 0;
 }

@@ -93,9 +93,10 @@ void iterate(const FlowParams& prm, const gpu::FlowPolicy& policy, float* d_err,
   }
 }
 
+// level0: both frames' finest level already stored in S (by the input conversion), or empty.
 template <class S>
 void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, float2* out, cudaStream_t s,
-           StageClock& clock) {
+           StageClock& clock, std::vector<DeviceBuffer<S>> level0) {
   using P = gpu::Pair_t<S>;
   int device = 0, major = 9;
   WEFT_CUDA_CHECK(cudaGetDevice(&device));
@@ -120,11 +121,16 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     else
       level = frame;  // read the converted frame directly
     for (int k = 0; k < levels; ++k) {
-      pyr.emplace_back(lv[k].n(), s);
       if (k == 0) {  // level 0 stored in S; the coarser ones by the resize itself
+        if (!level0.empty()) {
+          pyr.push_back(std::move(level0[frame == f0 ? 0 : 1]));
+          continue;
+        }
+        pyr.emplace_back(lv[k].n(), s);
         gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
         continue;
       }
+      pyr.emplace_back(lv[k].n(), s);
       const float* src = level;
       if (aa.radius > 0) {
         gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
@@ -152,11 +158,6 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
   for (int k = levels - 1; k >= 0; --k) {
     const int w = lv[k].w, h = lv[k].h;
     const std::size_t n = lv[k].n();
-    clock.enter(&StageTimes::upsample);
-    if (k < levels - 1) {
-      gpu::launch_resize_flow(u, lv[k + 1].w, lv[k + 1].h, u_next, w, h, s);
-      std::swap(u, u_next);
-    }
     clock.enter(&StageTimes::warp);
     gpu::launch_gradient_pairs<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), w, h, s);
     if (!fused) {
@@ -166,7 +167,14 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(n));
     for (int warp = 0; warp < prm.warps; ++warp) {
       clock.enter(&StageTimes::warp);
-      gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), u, grad.get(), rho_c.get(), w, h, s);
+      if (warp == 0 && k < levels - 1) {  // the coarser level's flow, upsampled by the warp itself
+        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), u, lv[k + 1].w, lv[k + 1].h, u_next,
+                            grad.get(), rho_c.get(), w, h, s);
+        std::swap(u, u_next);
+      } else {
+        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), nullptr, 0, 0, u, grad.get(), rho_c.get(),
+                            w, h, s);
+      }
       if (!fused) err.zero(prm.iterations);
       // Median filter at the start of the warp and every median_interval iterations (skipped on
       // the device once the iteration has converged, as the CPU loop stops).
@@ -225,18 +233,19 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
   return compute_cuda(frame0, frame1, params, stream, nullptr);
 }
 
-Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
-                   StageTimes* times) {
-  check_frames(frame0, frame1);
-  validate(params);
-  auto s = static_cast<cudaStream_t>(stream);
-  StageClock clock(times, s);
-  clock.enter(&StageTimes::input);
+namespace {
+// Input conversion (to float in [0, 1], normalised jointly for floating-point frames), the texture
+// part, then the solver. Integer frames without texture part or pre-smoothing are stored at the
+// finest level in S by the conversion itself.
+template <class S>
+void convert_and_solve(const Array& frame0, const Array& frame1, const FlowParams& params, float2* out,
+                       cudaStream_t s, StageClock& clock) {
   const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
   const long n = static_cast<long>(w) * h;
-  int device = frame0.memory().is_host() ? -1 : frame0.memory().device_index;
-  if (device < 0) WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  const float scale = detail::intensity_scale(frame0.dtype());
+  const bool direct = scale > 0 && params.texture == 0 && params.presmooth == 0;
   DeviceBuffer<float> f0(n, s), f1(n, s);
+  std::vector<DeviceBuffer<S>> level0;
   for (auto [a, f] : {std::pair{&frame0, f0.get()}, std::pair{&frame1, f1.get()}}) {
     const void* src = a->raw();
     std::optional<DeviceBuffer<char>> staged;
@@ -245,18 +254,34 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
       WEFT_CUDA_CHECK(cudaMemcpyAsync(staged->get(), src, a->bytes(), cudaMemcpyHostToDevice, s));
       src = staged->get();
     }
-    gpu::launch_to_float(a->dtype(), src, f, n, detail::intensity_scale(a->dtype()), s);
+    S* also = nullptr;
+    if (direct) also = level0.emplace_back(n, s).get();
+    gpu::launch_to_float<S>(a->dtype(), src, f, also, n, scale, s);
   }
-  if (detail::intensity_scale(frame0.dtype()) == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
+  if (scale == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
   if (params.texture > 0) {
     DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
     gpu::launch_structure_texture(f0.get(), f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);
   }
+  solve<S>(f0.get(), f1.get(), w, h, params, out, s, clock, std::move(level0));
+}
+}  // namespace
+
+Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
+                   StageTimes* times) {
+  check_frames(frame0, frame1);
+  validate(params);
+  auto s = static_cast<cudaStream_t>(stream);
+  StageClock clock(times, s);
+  clock.enter(&StageTimes::input);
+  const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
+  int device = frame0.memory().is_host() ? -1 : frame0.memory().device_index;
+  if (device < 0) WEFT_CUDA_CHECK(cudaGetDevice(&device));
   Array out = Array::device(DType::f32, Shape(h, w, 2), device, s);
   if (params.precision == Precision::fp16)
-    solve<__half>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s, clock);
+    convert_and_solve<__half>(frame0, frame1, params, static_cast<float2*>(out.raw()), s, clock);
   else
-    solve<float>(f0.get(), f1.get(), w, h, params, static_cast<float2*>(out.raw()), s, clock);
+    convert_and_solve<float>(frame0, frame1, params, static_cast<float2*>(out.raw()), s, clock);
   clock.finish();
   return out;
 }

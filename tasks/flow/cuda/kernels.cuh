@@ -58,7 +58,9 @@ struct Gauss1D {
 [[nodiscard]] Gauss1D gaussian_weights(double sigma);
 
 // Pyramid and image operations (pyramid_gpu.cu). Sizes are w x h, planes row-major.
-void launch_to_float(DType type, const void* in, float* out, long n, float scale, cudaStream_t s);
+// Frames to float (times scale when > 0); `also`, when not null, gets the same values in S.
+template <class S>
+void launch_to_float(DType type, const void* in, float* out, S* also, long n, float scale, cudaStream_t s);
 void launch_normalise(float* a, float* b, long n, cudaStream_t s);  // joint min/max to [0, 1]
 // Both frames (float, w x h) replaced in place by their texture part f - alpha * ROF(f)
 // (structure_texture in src/image_ops.hpp); scratch holds 6 w h floats.
@@ -68,16 +70,17 @@ void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w
 // The float resize and the same level stored in S, in one pass.
 template <class S>
 void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, int w, int h, cudaStream_t s);
-void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s);
 // Gradients of both frames of a level as (x, y) pairs (5-point derivatives, replicated borders).
 template <class S>
 void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s);
 // Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
 // there and frame 0's; one set of bicubic weights for the frame and its gradient pairs, the
 // pairs' sums in half2 arithmetic in fp16): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
+// With `coarse` (wc x hc) not null, the flow is first the coarser level's upsampled (bilinear,
+// vectors scaled), written to `flow`: the first warp of a level needs no upsampling pass.
 template <class S>
-void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
-                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
+                 int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
 // Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
 // err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,

@@ -25,9 +25,13 @@ __device__ __forceinline__ bool pixel(int w, int h, int& x, int& y) {
   return x < w && y < h;
 }
 
-template <class T> __global__ void to_float_kernel(const T* in, float* out, long n, float scale) {
+// also: the same values stored in S as well (the finest pyramid level), or null.
+template <class T, class S> __global__ void to_float_kernel(const T* in, float* out, S* also, long n, float scale) {
   const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = scale > 0 ? ld(in[i]) * scale : ld(in[i]);
+  if (i >= n) return;
+  const float v = scale > 0 ? ld(in[i]) * scale : ld(in[i]);
+  out[i] = v;
+  if (also) also[i] = st<S>(v);
 }
 __global__ void normalise_kernel(float* a, float* b, long n, const float* lo_a, const float* hi_a, const float* lo_b,
                                  const float* hi_b) {
@@ -65,14 +69,14 @@ template <class S> __global__ void resize_both_kernel(const float* in, int wi, i
   out[long(y) * w + x] = v;
   out_s[long(y) * w + x] = st<S>(v);
 }
-__global__ void resize_flow_kernel(const float2* in, int wi, int hi, float2* out, int w, int h) {
-  int x, y;
-  if (!pixel(w, h, x, y)) return;
+// The flow of the next coarser level (wi x hi) at pixel (x, y) of this one, bilinear with
+// replicated borders, its vectors scaled by the size ratio.
+__device__ __forceinline__ float2 upsampled_flow(const float2* in, int wi, int hi, int w, int h, int x, int y) {
   const float sx = float(wi) / w, sy = float(hi) / h;
   const float* f = reinterpret_cast<const float*>(in);
   const float xs = (x + 0.5f) * sx - 0.5f, ys = (y + 0.5f) * sy - 0.5f;
-  out[long(y) * w + x] = make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
-                                     device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
+  return make_float2(device::bilinear<float>(f, wi, hi, xs, ys, 2, 0) / sx,
+                     device::bilinear<float>(f, wi, hi, xs, ys, 2, 1) / sy);
 }
 // Structure-texture decomposition of both frames (blockIdx.z: frame), as structure_texture in
 // src/image_ops.hpp: per dual step one pass for u = f + theta div p, one for p; then the texture.
@@ -183,12 +187,19 @@ __device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const P
   warp_pixel<S, true>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 
+// coarse (wc x hc), when not null: the first warp of a level, whose flow is the coarser level's
+// upsampled here (and written to `flow`) instead of by a pass of its own.
 template <class S>
-__global__ void warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
-                            Pair_t<S>* grad, S* rho_c, int w, int h) {
+__global__ void __launch_bounds__(kTileW* kTileH, 6)
+    warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
+                int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
-  const float2 f = flow[long(y) * w + x];
+  float2 f;
+  if (coarse)
+    flow[long(y) * w + x] = f = upsampled_flow(coarse, wc, hc, w, h, x, y);
+  else
+    f = flow[long(y) * w + x];
   const int ix = static_cast<int>(floorf(x + f.x)), iy = static_cast<int>(floorf(y + f.y));
   if (ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h)
     warp_pixel<S, false>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
@@ -225,14 +236,15 @@ Gauss1D gaussian_weights(double sigma) {
   return g;
 }
 
-void launch_to_float(DType type, const void* in, float* out, long n, float scale, cudaStream_t s) {
+template <class S>
+void launch_to_float(DType type, const void* in, float* out, S* also, long n, float scale, cudaStream_t s) {
   const int b = 256;
   const unsigned g = static_cast<unsigned>((n + b - 1) / b);
   switch (type) {
-    case DType::u8: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned char*>(in), out, n, scale); break;
-    case DType::u16: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned short*>(in), out, n, scale); break;
-    case DType::f32: to_float_kernel<<<g, b, 0, s>>>(static_cast<const float*>(in), out, n, scale); break;
-    default: to_float_kernel<<<g, b, 0, s>>>(static_cast<const double*>(in), out, n, scale); break;
+    case DType::u8: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned char*>(in), out, also, n, scale); break;
+    case DType::u16: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned short*>(in), out, also, n, scale); break;
+    case DType::f32: to_float_kernel<<<g, b, 0, s>>>(static_cast<const float*>(in), out, also, n, scale); break;
+    default: to_float_kernel<<<g, b, 0, s>>>(static_cast<const double*>(in), out, also, n, scale); break;
   }
   check_launch("flow.to_float_kernel", s);
 }
@@ -281,10 +293,6 @@ void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, i
   check_launch("flow.resize_both_kernel", s);
 }
 
-void launch_resize_flow(const float2* in, int wi, int hi, float2* out, int w, int h, cudaStream_t s) {
-  resize_flow_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, wi, hi, out, w, h);
-  check_launch("flow.resize_flow_kernel", s);
-}
 
 template <class S>
 void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s) {
@@ -295,9 +303,9 @@ void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g
 }
 
 template <class S>
-void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* flow,
-                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g0, g1, flow, grad, rho_c, w, h);
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
+                 int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g0, g1, coarse, wc, hc, flow, grad, rho_c, w, h);
   check_launch("flow.warp_kernel", s);
 }
 
@@ -309,10 +317,11 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
 
 #define WEFT_FLOW_INSTANTIATE(S)                                                                                   \
   template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
+  template void launch_to_float<S>(DType, const void*, float*, S*, long, float, cudaStream_t);                    \
   template void launch_resize_both<S>(const float*, int, int, float*, S*, int, int, cudaStream_t);                \
   template void launch_gradient_pairs<S>(const S*, const S*, Pair_t<S>*, Pair_t<S>*, int, int, cudaStream_t);     \
-  template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const Pair_t<S>*, const float2*, Pair_t<S>*, \
-                               S*, int, int, cudaStream_t);
+  template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const Pair_t<S>*, const float2*, int, int,    \
+                               float2*, Pair_t<S>*, S*, int, int, cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

@@ -145,7 +145,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
 
   DeviceBuffer<float2> ua(n0, s), ub(n0, s);
   DeviceBuffer<S> rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
-  DeviceBuffer<P> g0(n0, s), g1(n0, s), grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
+  DeviceBuffer<P> g1(n0, s), grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
   DeviceBuffer<float> err(prm.iterations, s);
   ua.zero(lv.back().n());
   const gpu::Gauss1D tensor_blur = gpu::gaussian_weights(prm.method == Method::clg ? prm.rho : 0.0);
@@ -159,7 +159,7 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     const int w = lv[k].w, h = lv[k].h;
     const std::size_t n = lv[k].n();
     clock.enter(&StageTimes::warp);
-    gpu::launch_gradient_pairs<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), w, h, s);
+    gpu::launch_gradient_pairs<S>(i1[k].get(), g1.get(), w, h, s);
     if (!fused) {
       WEFT_CUDA_CHECK(cudaMemsetAsync(p1, 0, n * sizeof(P), s));
       WEFT_CUDA_CHECK(cudaMemsetAsync(p2, 0, n * sizeof(P), s));
@@ -168,12 +168,11 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     for (int warp = 0; warp < prm.warps; ++warp) {
       clock.enter(&StageTimes::warp);
       if (warp == 0 && k < levels - 1) {  // the coarser level's flow, upsampled by the warp itself
-        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), u, lv[k + 1].w, lv[k + 1].h, u_next,
-                            grad.get(), rho_c.get(), w, h, s);
+        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g1.get(), u, lv[k + 1].w, lv[k + 1].h, u_next, grad.get(),
+                            rho_c.get(), w, h, s);
         std::swap(u, u_next);
       } else {
-        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g0.get(), g1.get(), nullptr, 0, 0, u, grad.get(), rho_c.get(),
-                            w, h, s);
+        gpu::launch_warp<S>(i0[k].get(), i1[k].get(), g1.get(), nullptr, 0, 0, u, grad.get(), rho_c.get(), w, h, s);
       }
       if (!fused) err.zero(prm.iterations);
       // Median filter at the start of the warp and every median_interval iterations (skipped on

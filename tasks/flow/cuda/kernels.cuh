@@ -70,17 +70,16 @@ void launch_gaussian(const Gauss1D& g, const In* in, float* tmp, Out* out, int w
 // The float resize and the same level stored in S, in one pass.
 template <class S>
 void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, int w, int h, cudaStream_t s);
-// Gradients of both frames of a level as (x, y) pairs (5-point derivatives, replicated borders).
-template <class S>
-void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s);
+// Frame 1's gradient of a level as (x, y) pairs (5-point derivatives, replicated borders).
+template <class S> void launch_gradient_pairs(const S* in, Pair_t<S>* g, int w, int h, cudaStream_t s);
 // Frame 1 warped by the flow and the data term's gradient (mean of frame 1's gradient warped
 // there and frame 0's; one set of bicubic weights for the frame and its gradient pairs, the
 // pairs' sums in half2 arithmetic in fp16): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
 // With `coarse` (wc x hc) not null, the flow is first the coarser level's upsampled (bilinear,
 // vectors scaled), written to `flow`: the first warp of a level needs no upsampling pass.
 template <class S>
-void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
-                 int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
 // Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
 // err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,

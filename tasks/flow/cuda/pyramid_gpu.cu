@@ -1,6 +1,7 @@
 // Pyramid, gradient, warp and median kernels of the flow methods (launchers, kernels, per-pixel
 // math from src/flow_math.hpp shared with the CPU path).
 #include <cmath>
+#include <cstdint>
 
 #include <thrust/execution_policy.h>
 #include <thrust/extrema.h>
@@ -110,26 +111,26 @@ __global__ void texture_kernel(RofFrames r, float theta, float alpha, int w, int
   r.f[k][i] = device::texture_part<float>(f, structure, alpha);
 }
 
-// Gradients of both frames of a level as (x, y) pairs, 5-point derivatives with replicated borders
-// (device::derivative5, as src/image_ops.hpp); blockIdx.z is the frame.
-template <class S>
-__global__ void gradient_pairs_kernel(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h) {
+// 5-point derivatives (device::derivative5) of a frame at pixel (x, y), replicated borders (as
+// src/image_ops.hpp); the interior without clamps, offsets from the pixel.
+template <class S> __device__ __forceinline__ float2 gradient_at(const S* img, int w, int h, int x, int y) {
+  using device::clamp_index;
+  const S* in = img + long(y) * w + x;
+  if (x >= 2 && x + 2 < w && y >= 2 && y + 2 < h)
+    return make_float2(device::derivative5(ld(in[-2]), ld(in[-1]), ld(in[1]), ld(in[2])),
+                       device::derivative5(ld(in[-2 * w]), ld(in[-w]), ld(in[w]), ld(in[2 * w])));
+  auto at_x = [&](int d) { return ld(in[clamp_index(x + d, w) - x]); };
+  auto at_y = [&](int d) { return ld(in[long(clamp_index(y + d, h) - y) * w]); };
+  return make_float2(device::derivative5(at_x(-2), at_x(-1), at_x(1), at_x(2)),
+                     device::derivative5(at_y(-2), at_y(-1), at_y(1), at_y(2)));
+}
+
+// Frame 1's gradient of a level as (x, y) pairs, sampled by the warp at its bicubic taps.
+template <class S> __global__ void gradient_pairs_kernel(const S* in, Pair_t<S>* g, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
-  using device::clamp_index;
-  const long i = long(y) * w + x;
-  const S* in = (blockIdx.z == 0 ? i0 : i1) + i;
-  float gx, gy;
-  if (x >= 2 && x + 2 < w && y >= 2 && y + 2 < h) {  // no clamps; offsets from the pixel
-    gx = device::derivative5(ld(in[-2]), ld(in[-1]), ld(in[1]), ld(in[2]));
-    gy = device::derivative5(ld(in[-2 * w]), ld(in[-w]), ld(in[w]), ld(in[2 * w]));
-  } else {
-    auto at_x = [&](int d) { return ld(in[clamp_index(x + d, w) - x]); };
-    auto at_y = [&](int d) { return ld(in[long(clamp_index(y + d, h) - y) * w]); };
-    gx = device::derivative5(at_x(-2), at_x(-1), at_x(1), at_x(2));
-    gy = device::derivative5(at_y(-2), at_y(-1), at_y(1), at_y(2));
-  }
-  (blockIdx.z == 0 ? g0 : g1)[i] = st2<Pair_t<S>>(gx, gy);
+  const float2 d = gradient_at(in, w, h, x, y);
+  g[long(y) * w + x] = st2<Pair_t<S>>(d.x, d.y);
 }
 
 // Weighted sums of gradient pairs: float2 in fp32; half2 arithmetic in fp16 (the pairs are
@@ -146,10 +147,10 @@ __device__ __forceinline__ __half2 pair_sum(const float (&w)[4], const __half2 (
 }
 
 // Layer 3, one pixel: frame 1 and its gradient pairs sampled bicubically at x + flow (one set of
-// weights for both samples, replicated borders as device::bicubic), frame 0's gradient at x, the
-// data term's gradient and constant. Interior: every tap inside, no clamps.
+// weights for both samples, replicated borders as device::bicubic), frame 0's gradient at x
+// (computed here, in float), the data term's gradient and constant. Interior: every tap inside.
 template <class S, bool Border>
-__device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, float2 f,
+__device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f,
                            Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix, int iy) {
   using P = Pair_t<S>;
   using device::clamp_index;
@@ -173,7 +174,7 @@ __device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g0, const 
     gr[j] = pair_sum(wx, g);
   }
   const long i = long(y) * w + x;
-  const float2 g1w = ld2(pair_sum(wy, gr)), g0i = ld2(g0[i]);
+  const float2 g1w = ld2(pair_sum(wy, gr)), g0i = gradient_at(i0, w, h, x, y);
   const float iw = device::cubic_sum(wy, vr[0], vr[1], vr[2], vr[3]);
   const float gx = device::warped_gradient<float>(g1w.x, g0i.x), gy = device::warped_gradient<float>(g1w.y, g0i.y);
   grad[i] = st2<P>(gx, gy);
@@ -181,17 +182,16 @@ __device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g0, const 
 }
 // Out of line: the interior path, which nearly every pixel takes, stays short.
 template <class S>
-__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1,
-                                               float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix,
+__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix,
                                                int iy) {
-  warp_pixel<S, true>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
+  warp_pixel<S, true>(i0, i1, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 
 // coarse (wc x hc), when not null: the first warp of a level, whose flow is the coarser level's
 // upsampled here (and written to `flow`) instead of by a pass of its own.
 template <class S>
 __global__ void __launch_bounds__(kTileW* kTileH, 6)
-    warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
+    warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc,
                 int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
@@ -202,9 +202,9 @@ __global__ void __launch_bounds__(kTileW* kTileH, 6)
     f = flow[long(y) * w + x];
   const int ix = static_cast<int>(floorf(x + f.x)), iy = static_cast<int>(floorf(y + f.y));
   if (ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h)
-    warp_pixel<S, false>(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
+    warp_pixel<S, false>(i0, i1, g1, f, grad, rho_c, w, h, x, y, ix, iy);
   else
-    warp_pixel_border(i0, i1, g0, g1, f, grad, rho_c, w, h, x, y, ix, iy);
+    warp_pixel_border(i0, i1, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 __global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
                                    int h) {
@@ -236,9 +236,29 @@ Gauss1D gaussian_weights(double sigma) {
   return g;
 }
 
+// u8 frames, 4 pixels per thread (one 4-byte load, 16-byte stores).
+template <class S> __global__ void u8_to_float4_kernel(const uchar4* in, float4* out, S* also, long n4, float scale) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i >= n4) return;
+  const uchar4 c = in[i];
+  const float4 v = make_float4(c.x * scale, c.y * scale, c.z * scale, c.w * scale);
+  out[i] = v;
+  if (also) {
+    S* a = also + 4 * i;
+    a[0] = st<S>(v.x), a[1] = st<S>(v.y), a[2] = st<S>(v.z), a[3] = st<S>(v.w);
+  }
+}
+
 template <class S>
 void launch_to_float(DType type, const void* in, float* out, S* also, long n, float scale, cudaStream_t s) {
   const int b = 256;
+  if (type == DType::u8 && scale > 0 && n % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % 4 == 0) {
+    const long n4 = n / 4;
+    u8_to_float4_kernel<<<static_cast<unsigned>((n4 + b - 1) / b), b, 0, s>>>(
+        static_cast<const uchar4*>(in), reinterpret_cast<float4*>(out), also, n4, scale);
+    check_launch("flow.u8_to_float4_kernel", s);
+    return;
+  }
   const unsigned g = static_cast<unsigned>((n + b - 1) / b);
   switch (type) {
     case DType::u8: to_float_kernel<<<g, b, 0, s>>>(static_cast<const unsigned char*>(in), out, also, n, scale); break;
@@ -294,18 +314,14 @@ void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, i
 }
 
 
-template <class S>
-void launch_gradient_pairs(const S* i0, const S* i1, Pair_t<S>* g0, Pair_t<S>* g1, int w, int h, cudaStream_t s) {
-  dim3 grid = grid2(w, h);
-  grid.z = 2;
-  gradient_pairs_kernel<<<grid, kBlock, 0, s>>>(i0, i1, g0, g1, w, h);
+template <class S> void launch_gradient_pairs(const S* in, Pair_t<S>* g, int w, int h, cudaStream_t s) {
+  gradient_pairs_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, g, w, h);
   check_launch("flow.gradient_pairs_kernel", s);
 }
-
 template <class S>
-void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g0, const Pair_t<S>* g1, const float2* coarse, int wc,
-                 int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g0, g1, coarse, wc, hc, flow, grad, rho_c, w, h);
+void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
+  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g1, coarse, wc, hc, flow, grad, rho_c, w, h);
   check_launch("flow.warp_kernel", s);
 }
 
@@ -319,9 +335,9 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
   template void launch_gaussian<float, S>(const Gauss1D&, const float*, float*, S*, int, int, cudaStream_t);      \
   template void launch_to_float<S>(DType, const void*, float*, S*, long, float, cudaStream_t);                    \
   template void launch_resize_both<S>(const float*, int, int, float*, S*, int, int, cudaStream_t);                \
-  template void launch_gradient_pairs<S>(const S*, const S*, Pair_t<S>*, Pair_t<S>*, int, int, cudaStream_t);     \
-  template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const Pair_t<S>*, const float2*, int, int,    \
-                               float2*, Pair_t<S>*, S*, int, int, cudaStream_t);
+  template void launch_gradient_pairs<S>(const S*, Pair_t<S>*, int, int, cudaStream_t);                           \
+  template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const float2*, int, int, float2*, Pair_t<S>*, \
+                               S*, int, int, cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

@@ -241,8 +241,8 @@ void convert_and_solve(const Array& frame0, const Array& frame1, const FlowParam
                        cudaStream_t s, StageClock& clock) {
   const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
   const long n = static_cast<long>(w) * h;
-  const float scale = detail::intensity_scale(frame0.dtype());
-  const bool direct = scale > 0 && params.texture == 0 && params.presmooth == 0;
+  const float scale0 = detail::intensity_scale(frame0.dtype()), scale1 = detail::intensity_scale(frame1.dtype());
+  const bool direct = scale0 > 0 && scale1 > 0 && params.texture == 0 && params.presmooth == 0;
   DeviceBuffer<float> f0(n, s), f1(n, s);
   std::vector<DeviceBuffer<S>> level0;
   for (auto [a, f] : {std::pair{&frame0, f0.get()}, std::pair{&frame1, f1.get()}}) {
@@ -255,9 +255,9 @@ void convert_and_solve(const Array& frame0, const Array& frame1, const FlowParam
     }
     S* also = nullptr;
     if (direct) also = level0.emplace_back(n, s).get();
-    gpu::launch_to_float<S>(a->dtype(), src, f, also, n, scale, s);
+    gpu::launch_to_float<S>(a->dtype(), src, f, also, n, a == &frame0 ? scale0 : scale1, s);
   }
-  if (scale == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
+  if (scale0 == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
   if (params.texture > 0) {
     DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
     gpu::launch_structure_texture(f0.get(), f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);

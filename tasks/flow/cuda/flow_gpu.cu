@@ -121,13 +121,13 @@ void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, f
     else
       level = frame;  // read the converted frame directly
     for (int k = 0; k < levels; ++k) {
-      if (k == 0) {  // level 0 stored in S; the coarser ones by the resize itself
+      if (k == 0) {  // level 0 stored in S (by the input conversion, or here); the coarser ones by the resize
         if (!level0.empty()) {
           pyr.push_back(std::move(level0[frame == f0 ? 0 : 1]));
-          continue;
+        } else {
+          pyr.emplace_back(lv[k].n(), s);
+          gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
         }
-        pyr.emplace_back(lv[k].n(), s);
-        gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
         continue;
       }
       pyr.emplace_back(lv[k].n(), s);

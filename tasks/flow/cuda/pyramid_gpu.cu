@@ -97,8 +97,8 @@ __global__ void rof_dual_kernel(RofFrames r, float taut, int w, int h) {
   if (!pixel(w, h, x, y)) return;
   const int k = blockIdx.z;
   const long i = long(y) * w + x;
-  const float* u = r.u[k];
-  const float ux = x < w - 1 ? u[i + 1] - u[i] : 0.f, uy = y < h - 1 ? u[i + w] - u[i] : 0.f;
+  float ux, uy;
+  device::forward_gradient<float>(r.u[k], w, h, x, y, ux, uy);
   device::tvl1_dual<float>(r.pa[k][i], r.pb[k][i], ux, uy, taut);
 }
 __global__ void texture_kernel(RofFrames r, float theta, float alpha, int w, int h) {
@@ -150,8 +150,8 @@ __device__ __forceinline__ __half2 pair_sum(const float (&w)[4], const __half2 (
 // weights for both samples, replicated borders as device::bicubic), frame 0's gradient at x
 // (computed here, in float), the data term's gradient and constant. Interior: every tap inside.
 template <class S, bool Border>
-__device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f,
-                           Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix, int iy) {
+__device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f, Pair_t<S>* grad, S* rho_c,
+                           int w, int h, int x, int y, int ix, int iy) {
   using P = Pair_t<S>;
   using device::clamp_index;
   float wx[4], wy[4];
@@ -182,8 +182,8 @@ __device__ void warp_pixel(const S* i0, const S* i1, const Pair_t<S>* g1, float2
 }
 // Out of line: the interior path, which nearly every pixel takes, stays short.
 template <class S>
-__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f, Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix,
-                                               int iy) {
+__device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const Pair_t<S>* g1, float2 f,
+                                               Pair_t<S>* grad, S* rho_c, int w, int h, int x, int y, int ix, int iy) {
   warp_pixel<S, true>(i0, i1, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 
@@ -191,8 +191,8 @@ __device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const P
 // upsampled here (and written to `flow`) instead of by a pass of its own.
 template <class S>
 __global__ void __launch_bounds__(kTileW* kTileH, 6)
-    warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc,
-                int hc, float2* flow, Pair_t<S>* grad, S* rho_c, int w, int h) {
+    warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
+                Pair_t<S>* grad, S* rho_c, int w, int h) {
   int x, y;
   if (!pixel(w, h, x, y)) return;
   float2 f;
@@ -313,11 +313,11 @@ void launch_resize_both(const float* in, int wi, int hi, float* out, S* out_s, i
   check_launch("flow.resize_both_kernel", s);
 }
 
-
 template <class S> void launch_gradient_pairs(const S* in, Pair_t<S>* g, int w, int h, cudaStream_t s) {
   gradient_pairs_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, g, w, h);
   check_launch("flow.gradient_pairs_kernel", s);
 }
+
 template <class S>
 void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
                  Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {

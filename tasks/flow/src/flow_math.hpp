@@ -39,13 +39,21 @@ template <class T> WEFT_FLOW_HD T cubic(T v0, T v1, T v2, T v3, T t) {
 template <class T> WEFT_FLOW_HD T warped_gradient(T warped_i1, T i0) { return T(0.5) * (warped_i1 + i0); }
 
 // Derivative of the samples at offsets -2, -1, +1, +2 around a pixel: the 5-point central
-// stencil [1 -8 0 8 -1] / 12 instead of centred differences (as Wedel et al. 2009). TV-L1 at the defaults, RubberWhale / Hydrangea / Sintel easy: 0.160 / 0.183 / 0.228
-// with centred differences, 0.149 / 0.176 / 0.226 with this stencil (CPU path, no texture part).
-// A product by 1/12, not a division: the GPU warp evaluates it at 34 points per pixel; with the
-// IEEE division its 4K fp16 seed-setting stage took 1.05 ms, with the product 0.37 (0.20 with
-// centred differences; flow_bench on an H100, bench/results/flow.json has the product's).
+// stencil [1 -8 0 8 -1] / 12 instead of centred differences (as Wedel et al. 2009). TV-L1 at the
+// defaults, RubberWhale / Hydrangea / Sintel easy: 0.160 / 0.183 / 0.228 with centred
+// differences, 0.149 / 0.176 / 0.226 with this stencil (CPU path, no texture part).
+// A product by 1/12, not a division: a GPU warp that evaluated it at 34 points per pixel took
+// 1.05 ms at 4K fp16 (seed setting, H100, printed) with the IEEE division, 0.37 with the product
+// (bench/results/flow.json at e3f32dc, in git history).
 template <class T> WEFT_FLOW_HD T derivative5(T m2, T m1, T p1, T p2) {
   return ((m2 - p2) + T(8) * (p1 - m1)) * (T(1) / T(12));
+}
+
+// Forward differences of u at (x, y), zero on the last column / row (the dual steps' gradient).
+template <class T> WEFT_FLOW_HD void forward_gradient(const T* u, int w, int h, int x, int y, T& ux, T& uy) {
+  const long i = static_cast<long>(y) * w + x;
+  ux = x < w - 1 ? u[i + 1] - u[i] : T(0);
+  uy = y < h - 1 ? u[i + w] - u[i] : T(0);
 }
 
 // Divergence of the dual field (pa, pb) at (x, y), backward differences with the boundary

@@ -91,7 +91,8 @@ template <class T> Plane<T> structure_texture(const Plane<T>& f, double alpha, b
 #pragma omp parallel for if (parallel)
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x) {
-        const T ux = x < w - 1 ? u(y, x + 1) - u(y, x) : T(0), uy = y < h - 1 ? u(y + 1, x) - u(y, x) : T(0);
+        T ux, uy;
+        device::forward_gradient<T>(u.v.data(), w, h, x, y, ux, uy);
         device::tvl1_dual<T>(pa(y, x), pb(y, x), ux, uy, taut);
       }
   }

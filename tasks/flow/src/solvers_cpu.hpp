@@ -83,8 +83,9 @@ void tvl1_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const FlowPa
 #pragma omp parallel for if (parallel)
       for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
-          const T ux = x < w - 1 ? f.u(y, x + 1) - f.u(y, x) : T(0), uy = y < h - 1 ? f.u(y + 1, x) - f.u(y, x) : T(0);
-          const T vx = x < w - 1 ? f.v(y, x + 1) - f.v(y, x) : T(0), vy = y < h - 1 ? f.v(y + 1, x) - f.v(y, x) : T(0);
+          T ux, uy, vx, vy;
+          device::forward_gradient<T>(f.u.v.data(), w, h, x, y, ux, uy);
+          device::forward_gradient<T>(f.v.v.data(), w, h, x, y, vx, vy);
           device::tvl1_dual<T>(p11(y, x), p12(y, x), ux, uy, taut);
           device::tvl1_dual<T>(p21(y, x), p22(y, x), vx, vy, taut);
         }

@@ -28,12 +28,13 @@ namespace weft::flow {
 
 /// Milliseconds of GPU time per stage of one compute_cuda call (CUDA events; for benchmarks).
 struct StageTimes {
-  double input = 0;       ///< upload of host frames, conversion to float, normalisation
+  double input = 0;       ///< upload of host frames, conversion to float, normalisation, texture part
   double pyramid = 0;     ///< Gaussian pyramids of both frames
-  double warp = 0;        ///< gradient of frame 1, bicubic warps and the linearised data term
+  double warp = 0;        ///< frame 1's gradient, flow upsampling (first warp of a level), bicubic
+                          ///< warps and the linearised data term
   double iterations = 0;  ///< the solver's iterations
   double median = 0;      ///< median filtering of the flow
-  double upsample = 0;    ///< flow upsampling between levels and the final copy
+  double upsample = 0;    ///< the final copy to the output, where the last launch could not write it
 };
 
 /// compute_cuda that also adds each stage's time to `times` (when not null; synchronises then).

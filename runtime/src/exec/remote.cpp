@@ -354,7 +354,8 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   const int lane = link_lane(id, false);
   if (impl->trace) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": send to rank " + std::to_string(to));
-    if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL send (GPU)");
+    impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) +
+                                               (nccl ? ": NCCL send (GPU)" : ": staging copies (GPU)"));
   }
   int capacity = impl->options.channel_capacity;
   if (nccl) ++impl->nccl_senders[to];
@@ -399,7 +400,18 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           header->nccl = 1;
           direct = *a;
         } else if (auto* a = std::get_if<Array>(&t.value)) {
-          Array host = a->memory().is_host() ? *a : copy_to_host(*a, t.ready.get());
+          Array host = *a;
+          if (!a->memory().is_host()) {  // staged through the host: MPI carries host memory
+            GpuInterval interval;
+            const double c0 = impl->trace ? impl->trace->now_us() : 0;
+            host = copy_to_host(*a, t.ready.get(), impl->trace ? &interval : nullptr);
+            if (impl->trace) {
+              impl->trace->add({"copy to host for rank " + std::to_string(to), "copy", lane, t.index, c0,
+                                impl->trace->now_us() - c0});
+              impl->trace->add_gpu({"copy to host for rank " + std::to_string(to), "copy", gpu_lane(lane), t.index,
+                                    interval});
+            }
+          }
           header->dtype = static_cast<int>(host.dtype());
           header->ndim = host.shape().ndim();
           for (int i = 0; i < header->ndim; ++i) header->dims[i] = host.shape()[i];

@@ -227,6 +227,30 @@ void convolve_blocked(const T* src, T* dst, device::Extent e, const float* w, in
   check_launch("convolve_blocked_kernel", stream);
 }
 
+/// The tile kernel with kRows outputs per thread ("tile": the policy's rows_per_thread; "tile1": one,
+/// four times the threads, for small images where the grid does not fill the GPU). Radii up to 5
+/// compile-time (loops unrolled); larger ones at run time.
+template <int kRows, class T>
+void convolve_tile_rows(const T* src, T* dst, device::Extent e, const float* d_w, int r, int border,
+                        cudaStream_t stream) {
+  constexpr device::ConvolvePolicy p = device::convolve_policy(90);
+  const int rows = p.block_y * kRows;
+  const dim3 block(p.block_x, p.block_y);
+  const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
+                  static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
+  const std::size_t shared = sizeof(float) * (rows + 2 * r) * (p.block_x + 2 * r);
+  // Largest tile (r = 31): 94 × 94 floats = 35 KB, under the 48 KB default: no opt-in needed.
+  switch (r) {
+    case 1: device::convolve_kernel<1, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 2: device::convolve_kernel<2, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 3: device::convolve_kernel<3, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 4: device::convolve_kernel<4, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    case 5: device::convolve_kernel<5, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+    default: device::convolve_kernel<0, kRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
+  }
+  check_launch("convolve_kernel", stream);
+}
+
 [[noreturn]] void unknown_method(std::string_view what, std::string_view name) {
   throw ConfigError(std::string(what) + ": method '" + std::string(name) +
                     "' does not exist for this size (see convolve_methods / separable_methods)");
@@ -249,7 +273,7 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
       return device::launch_convolve_tensor(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
-    return device::launch_convolve_stream(src, dst, e, h_w, ksize, m.rows, border, stream);
+    return device::launch_convolve_stream(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
   if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {
     switch (r) {
       case 0: return convolve_blocked<0>(src, dst, e, d_w, border, stream);
@@ -260,20 +284,9 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
       default: return convolve_blocked<5>(src, dst, e, d_w, border, stream);
     }
   }
-  if (m.kind != "tile" || m.rows != 0) unknown_method("convolve", name);
-  const int rows = p.block_y * kConvRows;
-  const dim3 block(p.block_x, p.block_y);
-  const dim3 grid(static_cast<unsigned>((e.nx + p.block_x - 1) / p.block_x),
-                  static_cast<unsigned>((e.ny + rows - 1) / rows), static_cast<unsigned>(e.slices));
-  const std::size_t shared = sizeof(float) * (rows + 2 * r) * (p.block_x + 2 * r);
-  // Largest tile (r = 31): 94 × 94 floats = 35 KB, under the 48 KB default: no opt-in needed.
-  switch (r) {
-    case 1: device::convolve_kernel<1, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
-    case 2: device::convolve_kernel<2, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
-    case 3: device::convolve_kernel<3, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
-    default: device::convolve_kernel<0, kConvRows><<<grid, block, shared, stream>>>(src, dst, e, d_w, r, border); break;
-  }
-  check_launch("convolve_kernel", stream);
+  if (m.kind != "tile" || (m.rows != 0 && m.rows != 1)) unknown_method("convolve", name);
+  if (m.rows == 1) return convolve_tile_rows<1>(src, dst, e, d_w, r, border, stream);
+  return convolve_tile_rows<kConvRows>(src, dst, e, d_w, r, border, stream);
 }
 
 template <class T>
@@ -344,7 +357,7 @@ void gpu::launch_convolve_separable(const void* d_in, void* d_out, float* d_scra
 
 std::vector<std::string> gpu::convolve_methods(int ksize, DType type) {
   const int r = ksize / 2;
-  std::vector<std::string> names{"tile", "fft"};
+  std::vector<std::string> names{"tile", "tile1", "fft"};
   if (type == DType::u8 || type == DType::f16)
     for (const char* n : {"tensor1", "tensor2", "tensor4"}) names.emplace_back(n);  // "tensor": the default
   if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");

@@ -133,22 +133,18 @@ __device__ __forceinline__ void fetch_row(float (&x)[4 + 2 * R], const T* __rest
   }
 }
 
-/// Writes kRows × 4 outputs from (y0, xs), skipping rows and columns outside the image.
-template <int kRows, class T>
-__device__ __forceinline__ void store_strip(T* __restrict__ dst, const float (&acc)[kRows][4], Extent e, long long z,
-                                            long long y0, long long xs, bool vector_store) {
+/// Writes one output row's 4 outputs at (y, xs), skipping columns outside the image (rows outside
+/// are the caller's).
+template <class T>
+__device__ __forceinline__ void store_row(T* __restrict__ dst, const float (&acc)[4], Extent e, long long z,
+                                          long long y, long long xs, bool vector_store) {
+  T* out = dst + (z * e.ny + y) * e.nx + xs;
+  if (vector_store) {
+    store4(out, acc);
+  } else {
 #pragma unroll
-  for (int q = 0; q < kRows; ++q) {
-    const long long y = y0 + q;
-    if (y >= e.ny) break;
-    T* out = dst + (z * e.ny + y) * e.nx + xs;
-    if (vector_store) {
-      store4(out, acc[q]);
-    } else {
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        if (xs + c < e.nx) out[c] = from_float<T>(acc[q][c]);
-    }
+    for (int c = 0; c < 4; ++c)
+      if (xs + c < e.nx) out[c] = from_float<T>(acc[c]);
   }
 }
 
@@ -179,8 +175,10 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
         acc[q][c] += partial;
       }
     }
+    // Output row iy − 2R met its last kernel row: stored now, so that at most K rows of
+    // accumulators are live (kRows = 16 kept all 64 until the end: 128 registers and spills).
+    if (const int q = iy - 2 * R; q >= 0 && y0 + q < e.ny) store_row(dst, acc[q], e, z, y0 + q, xs, vector_store);
   }
-  store_strip<kRows>(dst, acc, e, z, y0, xs, vector_store);
 }
 
 /// The full convolution of a strip in a warp whose 128 columns and their ±R halo lie inside the
@@ -242,10 +240,8 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[q][c] = fmaf(w.w[i * K + j], x[c + j], acc[q][c]);
     }
+    if (const int q = iy - 2 * R; q >= 0 && y0 + q < ny) store4(out + ((y0 + q) * nx + xs), acc[q]);  // finished
   }
-#pragma unroll
-  for (int q = 0; q < kRows; ++q)
-    if (y0 + q < ny) store4(out + ((y0 + q) * nx + xs), acc[q]);
 }
 
 template <int R, int kRows, bool kInside, class T>
@@ -276,8 +272,8 @@ __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[q][c] = fmaf(w.column[i], h[c], acc[q][c]);
     }
+    if (const int q = iy - 2 * R; q >= 0 && y0 + q < e.ny) store_row(dst, acc[q], e, z, y0 + q, xs, vector_store);
   }
-  store_strip<kRows>(dst, acc, e, z, y0, xs, vector_store);
 }
 
 /// The strip of this thread and whether its warp takes the inside path (warp-uniform).

@@ -12,11 +12,26 @@
 namespace weft::filters {
 namespace device {
 
+/// The general strip (image edges, unaligned rows, zero border, large planes) out of line, with
+/// the weights from global memory (`weights`, the caller's device copy): inlined, its 64-bit
+/// indexing raised the registers of the whole kernel and made the inside path spill (7×7: 92 bytes
+/// at 4 rows); a reference to the kernel's parameter would copy the weights to the stack.
+template <int R, int kRows, bool kInside, class T>
+__device__ __noinline__ void convolve_general_strip(const T* src, T* dst, Extent e,
+                                                    const float* __restrict__ weights, int border, long long z,
+                                                    long long y0, long long xs, bool vector_store) {
+  FullWeights<2 * R + 1> w;
+#pragma unroll
+  for (int i = 0; i < (2 * R + 1) * (2 * R + 1); ++i) w.w[i] = __ldg(weights + i);
+  convolve_stream_strip<R, kRows, kInside>(src, dst, e, w, border, z, y0, xs, vector_store);
+}
+
 /// 4 rows per thread: at most 64 registers (8 blocks of 128 threads per SM), which the probe on an
 /// H100 found fastest for 3×3 to 7×7 (bench/filters/NOTES.md).
 template <int R, int kRows, class T>
-__global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 1)
-    convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, bool aligned) {
+__global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
+    convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w,
+                           const float* weights, int border, bool aligned) {
   const StreamStrip s = stream_strip<R, kRows>(e, aligned);
   if (s.y0 >= e.ny) return;  // whole warps (blockDim.x = 32)
   if (s.inside && s.small_plane && border == kClamp)
@@ -24,8 +39,9 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 1)
   else if (s.inside && s.small_plane && border == kMirror)
     convolve_inside_strip<R, kRows, kMirror>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
   else if (s.inside)
-    convolve_stream_strip<R, kRows, true>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);
-  else convolve_stream_strip<R, kRows, false>(src, dst, e, w, border, blockIdx.z, s.y0, s.xs, s.vector_store);
+    convolve_general_strip<R, kRows, true>(src, dst, e, weights, border, blockIdx.z, s.y0, s.xs, s.vector_store);
+  else
+    convolve_general_strip<R, kRows, false>(src, dst, e, weights, border, blockIdx.z, s.y0, s.xs, s.vector_store);
 }
 
 }  // namespace device
@@ -33,21 +49,24 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 1)
 namespace {
 
 template <int R, int kRows, class T>
-void full_rows(const T* src, T* dst, device::Extent e, const float* h_kernel, int border, cudaStream_t stream) {
+void full_rows(const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel, int border,
+               cudaStream_t stream) {
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const device::StreamLaunch l = device::stream_launch(src, dst, e, kRows);
-  device::convolve_stream_kernel<R, kRows><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, l.aligned);
+  device::convolve_stream_kernel<R, kRows><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, d_kernel, border,
+                                                                                  l.aligned);
   check_launch("convolve_stream_kernel", stream);
 }
 
 template <int R, class T>
-void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* h, int border, cudaStream_t s) {
+void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* h, const float* d, int border,
+                 cudaStream_t s) {
   switch (rows) {
-    case 4: return full_rows<R, 4>(src, dst, e, h, border, s);
-    case 8: return full_rows<R, 8>(src, dst, e, h, border, s);
-    default: return full_rows<R, 16>(src, dst, e, h, border, s);
+    case 4: return full_rows<R, 4>(src, dst, e, h, d, border, s);
+    case 8: return full_rows<R, 8>(src, dst, e, h, d, border, s);
+    default: return full_rows<R, 16>(src, dst, e, h, d, border, s);
   }
 }
 
@@ -56,14 +75,14 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
 namespace device {
 
 template <class T>
-void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, int ksize, int rows, int border,
-                            cudaStream_t s) {
+void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
+                            int rows, int border, cudaStream_t s) {
   static_assert(kStreamMaxRadius == 3, "instantiated for radius 0 .. 3");
   switch (ksize / 2) {
-    case 0: return full_radius<0>(rows, src, dst, e, h_kernel, border, s);
-    case 1: return full_radius<1>(rows, src, dst, e, h_kernel, border, s);
-    case 2: return full_radius<2>(rows, src, dst, e, h_kernel, border, s);
-    case 3: return full_radius<3>(rows, src, dst, e, h_kernel, border, s);
+    case 0: return full_radius<0>(rows, src, dst, e, h_kernel, d_kernel, border, s);
+    case 1: return full_radius<1>(rows, src, dst, e, h_kernel, d_kernel, border, s);
+    case 2: return full_radius<2>(rows, src, dst, e, h_kernel, d_kernel, border, s);
+    case 3: return full_radius<3>(rows, src, dst, e, h_kernel, d_kernel, border, s);
     default: throw ConfigError("convolve: the streaming kernel takes sizes up to 7, not " + std::to_string(ksize));
   }
 }

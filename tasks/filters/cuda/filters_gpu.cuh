@@ -157,10 +157,11 @@ inline constexpr int kFusedMaxRadius = 7;
 static_assert(convolve_policy(90).stream_max_radius <= kStreamMaxRadius);
 static_assert(separable_policy(90).fused_max_radius <= kFusedMaxRadius);
 
-/// Streaming convolutions (convolve_stream_launch.cuh): host weights passed by value, rows 4, 8, 16.
+/// Streaming convolutions (convolve_stream_launch.cuh): host weights passed by value (the device
+/// copy `d_kernel` serves the strips at the image's edges), rows 4, 8, 16.
 template <class T>
-void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, int ksize, int rows, int border,
-                            cudaStream_t s);
+void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
+                            int rows, int border, cudaStream_t s);
 template <class T>
 void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row, const float* h_column, int ksize,
                              int rows, int border, cudaStream_t s);

@@ -35,37 +35,10 @@
 #include <vector>
 
 #include "solvers_cpu.hpp"
-#include "weft/graph/partition.hpp"
+#include "strips.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::flow::detail {
-
-// Rows of the neighbours a strip holds: the median filter's radius (5x5), the widest stencil
-// along y (the iterations need 1 row, the upsampling 1 above and 2 below).
-inline constexpr int kStripHalo = 2;
-
-// What a strip needs from its partition.
-class StripLinks {
- public:
-  virtual ~StripLinks() = default;
-  /// Exchanges the halo rows of `a`, laid out over one level's strips as `layout`.
-  virtual void exchange(const Array& a, const Slab& layout) = 0;
-  /// The sum of `x` over every strip, added in part order (the same double on every strip).
-  virtual double sum(double x) = 0;
-};
-
-// Strip boundaries of a level of `h` rows, the finest having `h0`: parts + 1 rows.
-struct LevelStrips {
-  std::vector<std::int64_t> first;
-  bool split = false;  // every strip holds kStripHalo rows or more
-};
-inline LevelStrips level_strips(std::int64_t h0, std::int64_t h, int parts) {
-  LevelStrips s;
-  for (int j = 0; j <= parts; ++j) s.first.push_back(partition_first_row(h0, parts, j) * h / h0);
-  s.split = parts > 1;
-  for (int j = 0; j < parts; ++j) s.split = s.split && s.first[j + 1] - s.first[j] >= kStripHalo;
-  return s;
-}
 
 // The rows of one level a strip holds, and its state there: u1, u2, p11, p12, p21, p22, one row
 // of each per image row (so that one exchange carries them all).
@@ -77,13 +50,9 @@ template <class T> struct StripLevel {
   Array state;  // [held rows, kFields, w]
 
   StripLevel(int width, int height, std::int64_t h0, int part, int parts) : w(width), h(height) {
-    const LevelStrips s = level_strips(h0, height, parts);
-    split = s.split;
-    if (split)
-      layout = Slab{part, parts, s.first[part], s.first[part + 1] - s.first[part], part > 0 ? kStripHalo : 0,
-                    part + 1 < parts ? kStripHalo : 0, height};
-    else
-      layout = Slab{0, 1, 0, height, 0, 0, height};
+    const StripRows rows = strip_rows(h0, height, part, parts);
+    split = rows.split;
+    layout = rows.layout;
     state = Array::host(sizeof(T) == 4 ? DType::f32 : DType::f64, Shape(layout.total_rows(), kFields, width));
     std::fill(state.data<T>(), state.data<T>() + state.size(), T(0));
   }

@@ -3,49 +3,30 @@
 
 #include "frames.hpp"
 #include "split_cpu.hpp"
+#include "split_gpu.hpp"
 #include "weft/tasks/flow/flow.hpp"
 #include "weft/tasks/flow/split.hpp"
 
 namespace weft::flow {
 namespace {
 
-// The strip's partition links: halo exchanges, and the stopping test's sum gathered through them
-// (the runtime's reductions are tasks between firings; this sum is needed inside one, every
-// iteration). Each round every strip passes what it knows of the parts' values to both
-// neighbours, so after parts - 1 rounds every strip holds every value and adds them in part order.
+// The strip's partition links on a CPU place: halo exchanges, and the stopping test's sum
+// gathered through them (the runtime's reductions are tasks between firings; this sum is needed
+// inside one, every iteration).
 class HaloStripLinks final : public detail::StripLinks {
  public:
-  explicit HaloStripLinks(Halo& halo) : halo_(halo) {
-    const Slab& s = halo.slab();
-    layout_ = Slab{s.part, s.parts, s.part, 1, s.part > 0 ? 1 : 0, s.part + 1 < s.parts ? 1 : 0, s.parts};
-    rows_ = Array::host(DType::f64, Shape(layout_.total_rows(), 2 * static_cast<std::int64_t>(s.parts)));
-  }
+  explicit HaloStripLinks(Halo& halo)
+      : halo_(halo), layout_(detail::sum_layout(halo.slab().part, halo.slab().parts)),
+        rows_(Array::host(DType::f64, Shape(layout_.total_rows(), 2 * static_cast<std::int64_t>(layout_.parts)))) {}
   void exchange(const Array& a, const Slab& layout) override { halo_.exchange(a, layout); }
   double sum(double x) override {
-    const int parts = layout_.parts, part = layout_.part;
-    std::vector<double> value(static_cast<std::size_t>(parts), 0.0), known(static_cast<std::size_t>(parts), 0.0);
-    value[part] = x;
-    known[part] = 1;
-    double* rows = rows_.data<double>();
-    const std::int64_t width = 2 * static_cast<std::int64_t>(parts);
-    for (int round = 0; round + 1 < parts; ++round) {
-      double* own = rows + layout_.halo_before * width;
-      for (int j = 0; j < parts; ++j) own[2 * j] = known[j], own[2 * j + 1] = value[j];
-      halo_.exchange(rows_, layout_);
-      for (std::int64_t r = 0; r < layout_.total_rows(); ++r)
-        for (int j = 0; j < parts; ++j)
-          if (r != layout_.halo_before && rows[r * width + 2 * j] != 0 && known[j] == 0)
-            known[j] = 1, value[j] = rows[r * width + 2 * j + 1];
-    }
-    double total = 0;
-    for (double v : value) total += v;
-    return total;
+    return detail::gathered_sum(x, layout_, rows_.data<double>(), [&] { halo_.exchange(rows_, layout_); });
   }
 
  private:
   Halo& halo_;
   Slab layout_;
-  Array rows_;  // [1 + halo rows, 2 * parts]: (known, value) per part
+  Array rows_;
 };
 
 }  // namespace
@@ -68,6 +49,15 @@ void FlowStrip::run_slab(Context& ctx, Halo& halo) {
   float* o = flow.data<float>();
   for (std::int64_t i = 0; i < f.u.size(); ++i) o[2 * i] = f.u.v[i], o[2 * i + 1] = f.v.v[i];
   ctx.put(out, std::move(flow));
+}
+
+bool FlowStrip::has_cuda() const { return have_cuda(); }
+
+void FlowStrip::run_slab_cuda(Context& ctx, Halo& halo) {
+  (void)ctx.take(in);
+  const Array a = ctx.take(frame0), b = ctx.take(frame1);
+  check_frames(a, b);
+  ctx.put(out, detail::solve_strip_cuda(a, b, params_, halo, ctx));
 }
 
 double FlowStrip::cost_hint() const { return 10.0 * params_.warps * params_.scales; }

@@ -14,7 +14,8 @@
 
 namespace weft::flow {
 
-/// One row strip of a split flow (TV-L1, CPU). Takes its slab of frame 0 on `in` (only where it
+/// One row strip of a split flow (TV-L1; CPU, or CUDA with the arithmetic of compute_cuda's
+/// one-iteration-per-launch path, fp32 or fp16). Takes its slab of frame 0 on `in` (only where it
 /// lies is used) and both whole frames on frame0 / frame1 (the warp reads frame 1 anywhere); puts
 /// the flow of its slab's rows, f32 [slab rows, W, 2], on `out`.
 class FlowStrip : public SlabTask {
@@ -24,6 +25,8 @@ class FlowStrip : public SlabTask {
   In<Array> frame1 = input<Array>("frame1", std::nullopt, 2);
 
   void run_slab(Context& ctx, Halo& halo) override;
+  [[nodiscard]] bool has_cuda() const override;
+  void run_slab_cuda(Context& ctx, Halo& halo) override;
   [[nodiscard]] double cost_hint() const override;
 
  private:

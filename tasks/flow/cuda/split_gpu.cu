@@ -6,12 +6,14 @@
 // weft Arrays of the strip's held rows, exchanged after each launch that changes them.
 //
 // Stopping test: compute_cuda's kernels skip an iteration once the previous one's error (float
-// atomics over the image) is <= epsilon^2 n. Here the host reads each strip's error after every
-// iteration and the strips' errors are summed (in part order, through the halo links): the same
-// rule, the same sum up to its float rounding order. With epsilon 0 there is no test, as in
-// compute_cuda, which then runs its fused kernels instead: the split's iterations are the
-// one-per-launch kernel's, equal to the fused ones up to rounding (tests/flow/flow_gpu_test.cu
-// bounds the difference).
+// atomics over the image) is <= epsilon^2 n, and its host reads the error every check_every
+// iterations to stop launching. Here each strip's error of iteration n is gathered on the device
+// through the halo links (parts - 1 exchanges of a row per part, merged by one-thread kernels),
+// and err[n] replaced by the strips' errors added in part order before iteration n + 1 reads it:
+// the same rule without a host synchronisation per iteration, the same sum up to its float
+// rounding order. With epsilon 0 there is no test, as in compute_cuda, which then runs its fused
+// kernels instead: the split's iterations are the one-per-launch kernel's, equal to the fused
+// ones up to rounding (tests/flow/flow_split_gpu_test.cu bounds the difference).
 #include <memory>
 #include <string>
 #include <utility>
@@ -28,6 +30,42 @@ namespace {
 
 using gpu::DeviceBuffer;
 using gpu::Pair_t;
+
+// The stopping test's gather (see above): kv holds (known, value) per part, rows the exchanged
+// array ([1 + halo rows, 2 parts], sum_layout). One thread each: a few floats.
+__global__ void error_gather_start_kernel(float* kv, float* rows, const float* err, int n, int part, int parts,
+                                          int own_row) {
+  for (int j = 0; j < parts; ++j) kv[2 * j] = 0.f, kv[2 * j + 1] = 0.f;
+  kv[2 * part] = 1.f, kv[2 * part + 1] = err[n];
+  for (int j = 0; j < 2 * parts; ++j) rows[own_row * 2 * parts + j] = kv[j];
+}
+__global__ void error_gather_round_kernel(float* kv, float* rows, int total_rows, int own_row, int parts, float* err,
+                                          int n, bool last) {
+  for (int r = 0; r < total_rows; ++r)
+    for (int j = 0; j < parts && r != own_row; ++j)
+      if (rows[r * 2 * parts + 2 * j] != 0.f && kv[2 * j] == 0.f) kv[2 * j] = 1.f, kv[2 * j + 1] = rows[r * 2 * parts + 2 * j + 1];
+  if (last) {
+    float total = 0.f;
+    for (int j = 0; j < parts; ++j) total += kv[2 * j + 1];
+    err[n] = total;
+  } else {
+    for (int j = 0; j < 2 * parts; ++j) rows[own_row * 2 * parts + j] = kv[j];
+  }
+}
+
+// err[n] of this strip replaced by the sum over every strip (split levels only).
+void gather_error(StripLinks& links, const Slab& slab, float* err, int n, Array& rows, float* kv, cudaStream_t s) {
+  const Slab layout = sum_layout(slab.part, slab.parts);
+  const int own = static_cast<int>(layout.halo_before), total = static_cast<int>(layout.total_rows());
+  error_gather_start_kernel<<<1, 1, 0, s>>>(kv, static_cast<float*>(rows.raw()), err, n, slab.part, slab.parts, own);
+  check_launch("flow.error_gather_start_kernel", s);
+  for (int round = 0; round + 1 < slab.parts; ++round) {
+    links.exchange(rows, layout);
+    error_gather_round_kernel<<<1, 1, 0, s>>>(kv, static_cast<float*>(rows.raw()), total, own, slab.parts, err, n,
+                                              round + 2 == slab.parts);
+    check_launch("flow.error_gather_round_kernel", s);
+  }
+}
 
 // The partition links of a strip on a GPU: halo exchanges of device arrays; the sum's rows go
 // through a device array (halo exchanges are of arrays on the task's place).
@@ -97,7 +135,9 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
   const gpu::DevicePyramids<S> pyr = gpu::build_pyramids<S>(frames, width, height, prm, s, clock);
   const int levels = static_cast<int>(pyr.lv.size());
   DeviceBuffer<P> g1(pyr.lv[0].n(), s);
-  DeviceBuffer<float> err(prm.iterations, s);
+  DeviceBuffer<float> err(prm.iterations, s), kv(2 * static_cast<std::size_t>(slab.parts), s);
+  Array gather_rows = ctx.alloc(DType::f32, Shape(sum_layout(slab.part, slab.parts).total_rows(), 2 * std::int64_t{slab.parts}));
+  const int check_every = gpu::policy_for(90).check_every;
   std::unique_ptr<GpuStripLevel<S>> coarse;
   for (int k = levels - 1; k >= 0; --k) {
     const int w = pyr.lv[k].w, h = pyr.lv[k].h;
@@ -107,8 +147,10 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
     const int warp_end = lv->rows.split && lv->rows.layout.halo_after > 0 ? end + 1 : end;
     gpu::launch_gradient_pairs<S>(pyr.i1[k].get(), g1.get(), w, h, s);
     const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(std::size_t(w) * h));
+    // epsilon 0: no stopping test (compute_cuda's fused kernels have none), not even at error 0.
+    const float stop = stop_sum > 0 ? stop_sum : -1.f;
     const gpu::Tvl1Step c{static_cast<float>(prm.lambda * 255.0 * prm.theta), static_cast<float>(prm.theta),
-                          static_cast<float>(prm.tau / prm.theta), -1.f};  // the host applies the stopping test
+                          static_cast<float>(prm.tau / prm.theta), stop};
     for (int warp = 0; warp < prm.warps; ++warp) {
       if (warp == 0 && coarse) {  // the coarser level's flow, upsampled by the warp itself
         gpu::launch_warp<S>(pyr.i0[k].get(), pyr.i1[k].get(), g1.get(), coarse->template global<float2>(coarse->u),
@@ -125,7 +167,7 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
       for (int it = 0; it < prm.iterations; ++it) {
         if (prm.median > 1 && it % prm.median_interval == 0) {
           gpu::launch_median_flow(lv->template global<float2>(lv->u), lv->template global<float2>(lv->u_next),
-                                  prm.median, nullptr, it, 0.f, w, h, s, first, end);
+                                  prm.median, err.get(), it, stop, w, h, s, first, end);
           std::swap(lv->u, lv->u_next);
           lv->exchange(links, lv->u);
         }
@@ -135,12 +177,12 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
                                       lv->global(lv->grad), lv->global(lv->rho_c), err.get(), it, w, h, s, first, end);
         std::swap(lv->u, lv->u_next), std::swap(lv->p1, lv->p1n), std::swap(lv->p2, lv->p2n);
         for (const Array* a : {&lv->u, &lv->p1, &lv->p2}) lv->exchange(links, *a);
-        if (stop_sum > 0) {
-          float partial = 0;
-          WEFT_CUDA_CHECK(cudaMemcpyAsync(&partial, err.get() + it, sizeof(float), cudaMemcpyDeviceToHost, s));
+        if (stop_sum > 0 && lv->rows.split) gather_error(links, slab, err.get(), it, gather_rows, kv.get(), s);
+        if (stop_sum > 0 && (it + 1) % check_every == 0 && it + 1 < prm.iterations) {  // as compute_cuda's host
+          float total = 0;
+          WEFT_CUDA_CHECK(cudaMemcpyAsync(&total, err.get() + it, sizeof(float), cudaMemcpyDeviceToHost, s));
           WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
-          const double total = lv->rows.split ? links.sum(partial) : partial;
-          if (total <= stop_sum) break;  // compute_cuda's kernels would skip the next iterations
+          if (total <= stop_sum) break;  // every strip reads the same sum: the same decision
         }
       }
     }

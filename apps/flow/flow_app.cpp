@@ -14,10 +14,15 @@ using flow::FlowParams;
 const char* const kUsage =
     "usage: weft flow --method hs|tvl1|clg --frames A.png B.png [C.png ...] --output flow.flo|flows.h5\n"
     "                 [--input video.h5:/frames] [--precision fp32|fp16] [--png flow.png] [--farm N] [method options]\n"
+    "       weft flow --method tvl1 --frames A.png B.png --output flow.flo --split [--strips N] [--devices cpu|gpu]\n"
     "Optical flow from each frame to the next. A pair writes a Middlebury .flo file; a sequence or\n"
     "video writes HDF5 dataset /flow f32 [T-1, H, W, 2] ((u, v) per pixel). Frames are PNG or PGM\n"
     "(colour converted to grey) or an HDF5 video [T,H,W]. A sequence is farmed over every GPU of\n"
     "every rank (under mpirun too): frames are read once on rank 0, flows written there in order.\n"
+    "--split computes one pair in row strips, one per GPU of every rank (per rank with --devices cpu;\n"
+    "--strips N to choose), with halo exchange: the same flow as one device (tvl1 only; on CPUs bit\n"
+    "for bit, on GPUs compute_cuda's one-iteration kernels, whose result it equals but for the order\n"
+    "of the stopping test's sum).\n"
     "Unset method options take the method's defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15,\n"
     "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30; the\n"
     "frames' texture parts, --texture 0.95, as Wedel et al. 2009).";
@@ -32,7 +37,7 @@ int flow_main(int argc, char** argv) {
   flow::app::FlowOutput out;
   std::string method = "tvl1", precision = "fp32";
   bool split = false;
-  int farm = 0;
+  int farm = 0, strips = 0;
   po::options_description desc("Flow options");
   desc.add_options()
       ("method", po::value(&method)->default_value("tvl1"),
@@ -63,11 +68,14 @@ int flow_main(int argc, char** argv) {
       ("farm", po::value(&farm)->default_value(0),
        "replicas of the flow task for a sequence (pairs round-robin, flows written in order): 0 = one per GPU "
        "of every rank (per rank with --devices cpu), 1 = no farm")
-      ("split", po::bool_switch(&split), "split one large frame over GPUs with halo exchange (not yet available)");
+      ("split", po::bool_switch(&split),
+       "one frame pair in row strips over every GPU of every rank (or CPU of every rank with --devices cpu), "
+       "under mpirun too, with halo exchange; the same flow as on one device (tvl1 only)")
+      ("strips", po::value(&strips)->default_value(0),
+       "--split: number of strips (0 = one per GPU of every rank, or per rank with --devices cpu)");
   add_common_options(desc, common);
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm, kUsage)) return 0;
-  if (split) throw ConfigError("weft flow: --split is not available yet (multi-GPU halo split comes with the distributed runtime)");
   FlowParams p = flow::default_params(flow::parse_method(method, "--method"));
   p.precision = flow::parse_precision(precision, "--precision");
   set_if(vm, "scales", p.scales);
@@ -90,6 +98,19 @@ int flow_main(int argc, char** argv) {
   if (farm < 0) throw ConfigError("weft flow: --farm: expected N >= 0, got " + std::to_string(farm));
   const Environment* env = Environment::current();
   const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};
+  if (split) {
+    if (p.method != flow::Method::tvl1)
+      throw ConfigError("weft flow: --split: --method " + method + " cannot be split (tvl1 only)");
+    if (in.pair_count() != 1)
+      throw ConfigError("weft flow: --split computes one frame pair, got " + std::to_string(in.pair_count()) + " pairs");
+    const int n = flow::app::split_strips(strips, cluster, common.devices != "cpu", in);
+    Graph g = flow::app::build_split_graph(in, out, p, common.progress, n);
+    const RunStats stats = run_graph(g, common);
+    if (!env || env->rank() == 0)
+      std::fprintf(stderr, "flow: 1 pair with %s in %d strip(s) in %.3f s -> %s\n", method.c_str(), n, stats.seconds,
+                   out.path.c_str());
+    return 0;
+  }
   const int replicas = flow::app::farm_replicas(farm, cluster, common.devices != "cpu", in.pair_count());
   Graph g = flow::app::build_graph(in, out, p, common.progress, replicas);
   const RunStats stats = run_graph(g, common);

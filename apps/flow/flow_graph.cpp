@@ -8,6 +8,7 @@
 #include "common/cli.hpp"
 #include "weft/tasks/flow/colour.hpp"
 #include "weft/tasks/flow/flow.hpp"
+#include "weft/tasks/flow/split.hpp"
 #include "weft/tasks/flow/task.hpp"
 #include "weft/tasks/io/flo.hpp"
 #include "weft/tasks/io/hdf5.hpp"
@@ -142,6 +143,31 @@ Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& 
   g.connect(src.frame1, farm.in(1));
   g.connect(farm.out(0), sink.flow);
   return g;
+}
+
+Graph build_split_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress, int strips) {
+  Graph g;
+  auto& src = g.add<PairSource>(in);
+  auto& sink = g.add<FlowSink>(out, in.pair_count(), params, progress);
+  const SplitFlow split = add_split_flow(g, "flow", strips, params);
+  connect_split_flow(g, split, src.frame0, src.frame1);
+  g.connect(split.partition.out(), sink.flow);
+  return g;
+}
+
+int split_strips(int requested, const Cluster& cluster, bool use_gpus, const FlowInput& in) {
+  if (requested < 0) throw ConfigError("weft flow: --strips: expected N >= 0, got " + std::to_string(requested));
+  const int strips = requested > 0 ? requested
+                     : use_gpus && cluster.gpu_count() > 0
+                         ? static_cast<int>(spread_places(cluster, DeviceChoice::gpu).size())
+                         : cluster.size();
+  const std::int64_t rows = in.video.empty() ? io::read_image(in.frames.front()).shape()[0]
+                                             : io::dataset_info(io::parse_dataset_ref(in.video)).shape[1];
+  if (rows < std::int64_t{split_halo_rows()} * strips)
+    throw ConfigError("weft flow: --split: frames of " + std::to_string(rows) + " rows cannot be split over " +
+                      std::to_string(strips) + " strips (at least " + std::to_string(split_halo_rows()) +
+                      " rows per strip; --strips N chooses fewer)");
+  return strips;
 }
 
 int farm_replicas(int requested, const Cluster& cluster, bool use_gpus, std::int64_t pairs) {

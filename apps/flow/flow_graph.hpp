@@ -33,6 +33,15 @@ void check(const FlowInput& in, const FlowOutput& out);
 [[nodiscard]] Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress,
                                 int replicas = 1);
 
+/// frames -> FlowStrip "flow.0" .. "flow.<strips-1>" between "flow.split" and "flow.join" -> sink:
+/// one pair's flow in row strips with halo exchange (weft/tasks/flow/split.hpp).
+[[nodiscard]] Graph build_split_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params,
+                                      bool progress, int strips);
+
+/// Strips of --split: `requested` if > 0, else one per GPU of every rank (`use_gpus`) or per rank.
+/// Throws ConfigError when the frames have fewer than split_halo_rows() rows per strip.
+[[nodiscard]] int split_strips(int requested, const Cluster& cluster, bool use_gpus, const FlowInput& in);
+
 /// Farm size: `requested` if > 0, else one replica per GPU of every rank (`use_gpus`) or per rank,
 /// at most one per pair.
 [[nodiscard]] int farm_replicas(int requested, const Cluster& cluster, bool use_gpus, std::int64_t pairs);

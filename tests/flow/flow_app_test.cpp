@@ -117,6 +117,30 @@ TEST_F(FlowApp, FarmOverOneTwoFourRanks) {
 #endif
 }
 
+// --split: one pair in row strips (3 in one process; one per rank under mpiexec -n 2 and -n 4),
+// the library's single-device flow bit for bit.
+TEST_F(FlowApp, SplitPairIsTheUnsplitFlow) {
+  for (int t : {0, 1}) ASSERT_NO_THROW(io::write_png(path("f" + std::to_string(t) + ".png"), frame(t)));
+  const Array want = compute(frame(0), frame(1), settings());
+  const std::string pair = "--frames " + path("f0.png") + " " + path("f1.png") + " --devices cpu --split" + kSettings;
+  // (options, launcher); OpenMP threads wait passively: ranks share few cores (flow_split_test).
+  std::vector<std::pair<std::string, std::string>> runs = {{" --strips 3", "OMP_WAIT_POLICY=passive "}};
+#if defined(WEFT_MPIEXEC)
+  for (int ranks : {2, 4})
+    runs.emplace_back("", "OMP_WAIT_POLICY=passive " + std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " +
+                              std::to_string(ranks) + " ");
+#endif
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const auto& [options, launcher] = runs[k];
+    const std::string out = path("split" + std::to_string(k) + ".flo");
+    const Outcome o = run(pair + options + " --output " + out, launcher);
+    ASSERT_EQ(o.code, 0) << launcher << options << ": " << o.output;
+    const Array got = io::read_flo(out);
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.bytes()), 0) << launcher << options;
+  }
+}
+
 TEST_F(FlowApp, ClearErrorsAndNoPartialOutput) {
   Array small = Array::host(DType::u8, Shape(kHeight - 2, kWidth));
   std::memset(small.raw(), 7, small.bytes());
@@ -134,6 +158,11 @@ TEST_F(FlowApp, ClearErrorsAndNoPartialOutput) {
        "needs an HDF5 output"},
       {"--input " + path("video.h5") + ":/frames --output " + path("bad.h5") + " --farm -1", "--farm"},
       {"--input " + path("video.h5") + ":/frames --output " + path("bad.h5") + " --zoom 1.5", "zoom"},
+      {"--frames " + path("f0.png") + " " + path("f1.png") + " --output " + path("bad.flo") + " --split --method hs",
+       "--method hs"},
+      {"--frames " + path("f0.png") + " " + path("f1.png") + " --output " + path("bad.flo") + " --split --strips 20",
+       "32 rows cannot be split over 20 strips"},
+      {"--input " + path("video.h5") + ":/frames --output " + path("bad.h5") + " --split", "one frame pair"},
   };
   for (const auto& c : cases) {
     const Outcome o = run(c.args + " --devices cpu");

@@ -298,3 +298,89 @@ TEST(Partition, AutomaticMapperSpreadsSlabsOverRanks) {
   Mapping m = map_graph(g, env->cluster(), {&automatic});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(m.at("s." + std::to_string(i)).rank, i % env->size());
 }
+
+namespace {
+
+/// Exchanges arrays laid out over a coarser grid of the same parts (rows floor(first_row * 2/5)
+/// of 2/5 as many rows, width 2) and a per-part row (width 1), each row holding its global index,
+/// and puts its slab back with every owned value replaced by the number of halo values that held
+/// the right neighbour's index (checked by the test).
+class CoarseExchange final : public SlabTask {
+ public:
+  using SlabTask::SlabTask;
+  void run_slab(Context& ctx, Halo& halo) override {
+    Array slab = ctx.take(in);
+    const Slab& s = halo.slab();
+    auto coarse = [&](std::int64_t row) { return row * 2 / 5; };  // coarse boundary of a fine one
+    const std::int64_t c0 = coarse(s.first_row), c1 = coarse(s.first_row + s.rows), w = 2;
+    const std::int64_t before = s.part > 0 ? w : 0, after = s.part + 1 < s.parts ? w : 0;
+    Slab layout{s.part, s.parts, c0, c1 - c0, before, after, coarse(s.global_rows)};
+    Array a = Array::host(DType::f32, Shape(layout.total_rows(), 3));
+    for (std::int64_t r = 0; r < a.shape()[0]; ++r)
+      for (int x = 0; x < 3; ++x) a.data<float>()[r * 3 + x] = r >= before && r < before + layout.rows ? float(c0 + r - before) : -1.f;
+    halo.exchange(a, layout);
+    float right = 0;
+    for (std::int64_t r = 0; r < a.shape()[0]; ++r)
+      for (int x = 0; x < 3; ++x) right += a.data<float>()[r * 3 + x] == float(c0 + r - before) ? 1.f : 0.f;
+    Array one = Array::host(DType::f32, Shape(1 + (s.part > 0) + (s.part + 1 < s.parts), 1));
+    one.data<float>()[s.part > 0 ? 1 : 0] = float(s.part);
+    halo.exchange(one, Slab{s.part, s.parts, s.part, 1, s.part > 0 ? 1 : 0, s.part + 1 < s.parts ? 1 : 0, s.parts});
+    for (std::int64_t r = 0; r < one.shape()[0]; ++r) right += one.data<float>()[r] == float(s.part - (s.part > 0) + r) ? 1.f : 0.f;
+    Array result = Array::host(DType::f32, slab.shape());
+    for (std::int64_t i = 0; i < result.size(); ++i) result.data<float>()[i] = right;
+    ctx.put(out, std::move(result));
+  }
+};
+
+}  // namespace
+
+TEST(Partition, ExchangesArraysOfAnotherLayoutThanTheSlab) {
+  const Shape shape(40, 5);
+  const int parts = 4;
+  Graph g;
+  auto& src = g.add<test::VolumeSource>("source", 2, shape);
+  Partition p = g.add_partition("coarse", parts, [](int i) {
+    return std::make_unique<CoarseExchange>("coarse." + std::to_string(i), DType::f32);
+  }, {.halo = 1});
+  auto rec = std::make_shared<tasks::Collect::Record>();
+  auto& sink = g.add<tasks::Collect>("sink", rec);
+  g.connect(src.out, p.in());
+  g.connect(p.out(), sink.in);
+  Executor ex;
+  ex.run(g, spread_over_ranks(g, p)).wait();
+  if (env->rank() != 0) return;
+  ASSERT_EQ(rec->arrays.size(), 2u);
+  for (int i = 0; i < parts; ++i) {
+    const std::int64_t first = partition_first_row(40, parts, i), rows = partition_rows(40, parts, i);
+    const std::int64_t c_rows = (first + rows) * 2 / 5 - first * 2 / 5;
+    const int halos = (i > 0) + (i + 1 < parts);
+    // every row of the coarse array (owned and 2 halo rows per neighbour, 3 columns) and of the
+    // per-part array (one row per neighbour and its own) held the expected global index
+    EXPECT_EQ(rec->arrays[0][first * 5], float(3 * (c_rows + 2 * halos) + 1 + halos)) << "part " << i;
+  }
+}
+
+TEST(Partition, ExchangesOfDifferentWidthsAreAnError) {
+  struct Mismatch final : SlabTask {
+    using SlabTask::SlabTask;
+    void run_slab(Context& ctx, Halo& halo) override {
+      Array slab = ctx.take(in);
+      const Slab& s = halo.slab();
+      const std::int64_t w = s.part == 0 ? 1 : 2;  // part 0 sends 1 row, part 1 expects 2
+      Slab layout{s.part, s.parts, s.first_row, s.rows, s.part > 0 ? w : 0, s.part + 1 < s.parts ? w : 0, s.global_rows};
+      Array a = Array::host(DType::f32, Shape(layout.total_rows(), 4));
+      halo.exchange(a, layout);
+      ctx.put(out, std::move(slab));
+    }
+  };
+  Graph g;
+  auto& src = g.add<test::VolumeSource>("source", 1, Shape(10, 4));
+  Partition p = g.add_partition("w", 2, [](int i) { return std::make_unique<Mismatch>("w." + std::to_string(i), DType::f32); });
+  auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>(), false);
+  g.connect(src.out, p.in());
+  g.connect(p.out(), sink.in);
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::host(0));  // one process: the mailbox checks the width
+  Executor ex;
+  EXPECT_THROW(ex.run(g, m).wait(), Error);
+}

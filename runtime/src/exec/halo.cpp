@@ -10,6 +10,7 @@
 // before the send, host to device after the receive, the task's stream waiting for it).
 #include "exec/halo.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -30,6 +31,7 @@ namespace {
 struct Post {
   std::uint64_t token = 0, exchange = 0;
   const void* rows = nullptr;
+  std::size_t bytes = 0;  // the receiver checks that both sides exchange the same width
   Memory memory;
   std::shared_ptr<Event> ready;  // device rows: completes once they are written
 };
@@ -84,6 +86,8 @@ struct Halo::Impl {
   void* copy_stream = nullptr;  // GPU: halo copies beside the task's kernels
 
   Slab slab;  // this firing
+  Slab layout;        // the open exchange's layout (the slab, or Halo::begin's layout)
+  int rows_out = 0;   // and its width: rows sent to (and received from) each neighbour
   void* stream = nullptr;
   std::uint64_t token = 0, exchange = 0;
   const void* open = nullptr;
@@ -107,10 +111,10 @@ struct Halo::Impl {
     throw Error("the run stopped while " + who() + " waited for slab " + std::to_string(neighbour));
   }
   char* boundary_rows(const Array& a, const Side& s) const {
-    return detail::row_address(a, s.after ? slab.halo_before + slab.rows - width : slab.halo_before);
+    return detail::row_address(a, s.after ? layout.halo_before + layout.rows - rows_out : layout.halo_before);
   }
   char* halo_rows(const Array& a, const Side& s) const {
-    return detail::row_address(a, s.after ? slab.halo_before + slab.rows : 0);
+    return detail::row_address(a, s.after ? layout.halo_before + layout.rows : 0);
   }
 
   void start(const Slab& s, Context& ctx) {
@@ -128,22 +132,38 @@ struct Halo::Impl {
     if (open) throw Error(who() + " began a halo exchange and did not end it");
   }
 
-  void check(const Array& a) const {
-    if (a.empty() || a.shape().ndim() < 1 || a.shape()[0] != slab.total_rows())
+  void check(const Array& a, const Slab& l) const {
+    if (a.empty() || a.shape().ndim() < 1 || a.shape()[0] != l.total_rows())
       throw Error(who() + ": halo exchange of an array of shape " + a.shape().str() + ", expected " +
-                  std::to_string(slab.total_rows()) + " rows (" + std::to_string(slab.halo_before) + " halo, " +
-                  std::to_string(slab.rows) + " owned, " + std::to_string(slab.halo_after) + " halo)");
+                  std::to_string(l.total_rows()) + " rows (" + std::to_string(l.halo_before) + " halo, " +
+                  std::to_string(l.rows) + " owned, " + std::to_string(l.halo_after) + " halo)");
     Memory m = a.memory();
     if (place.is_gpu() ? (m.is_host() || m.device_index != place.device) : !m.is_host())
       throw Error(who() + ": halo exchange of an array that is not on the task's place " + place.str());
   }
 
-  void begin(const Array& a) {
-    check(a);
+  // A layout other than the slab: same part, one width at every inner boundary, no wider than
+  // the owned rows (the rows sent are owned rows of this part).
+  [[nodiscard]] int layout_width(const Slab& l) const {
+    const std::int64_t w = std::max(l.halo_before, l.halo_after);
+    if (l.part != part || l.parts != parts || l.rows < 0 || (part > 0 && l.halo_before != w) ||
+        (part == 0 && l.halo_before != 0) || (part + 1 < parts && l.halo_after != w) ||
+        (part + 1 == parts && l.halo_after != 0) || (parts > 1 && (w < 1 || w > l.rows)))
+      throw Error(who() + ": halo exchange with the layout of part " + std::to_string(l.part) + " of " +
+                  std::to_string(l.parts) + " (" + std::to_string(l.halo_before) + " halo, " + std::to_string(l.rows) +
+                  " owned, " + std::to_string(l.halo_after) +
+                  " halo): expected this part, one width w >= 1 at each inner boundary and w <= owned rows");
+    return static_cast<int>(w);
+  }
+
+  void begin(const Array& a, const Slab& l, int w) {
+    check(a, l);
     if (open) throw Error(who() + " began a halo exchange before ending the previous one");
     open = a.raw();
+    layout = l;
+    rows_out = w;
     if (sides.empty()) return;
-    const std::size_t n = static_cast<std::size_t>(width) * detail::row_bytes(a);
+    const std::size_t n = static_cast<std::size_t>(w) * detail::row_bytes(a);
     const bool gpu = place.is_gpu();
     // GPU: the task's work so far (its boundary rows, and every earlier read of a's halo rows).
     // The copy stream waits for it before it reads a's boundary rows or writes a's halo rows.
@@ -172,7 +192,7 @@ struct Halo::Impl {
     {
       std::lock_guard lock(shared->mutex);
       for (Side& s : sides)
-        if (s.peer < 0) s.out->posts.push_back({token, exchange, boundary_rows(a, s), a.memory(), ready});
+        if (s.peer < 0) s.out->posts.push_back({token, exchange, boundary_rows(a, s), n, a.memory(), ready});
     }
     shared->changed.notify_all();
   }
@@ -199,7 +219,7 @@ struct Halo::Impl {
       ++exchange;
       return;
     }
-    const std::size_t n = static_cast<std::size_t>(width) * detail::row_bytes(a);
+    const std::size_t n = static_cast<std::size_t>(rows_out) * detail::row_bytes(a);
     const bool gpu = place.is_gpu();
     const double t0 = trace->enabled() ? trace->now_us() : 0;
     std::shared_ptr<detail::Event> copied;  // GPU: every copy into a's halo rows (one copy stream)
@@ -208,6 +228,10 @@ struct Halo::Impl {
       void* dst = halo_rows(a, s);
       if (s.peer < 0) {
         detail::Post post = take(s.in->posts, s.neighbour, "rows");
+        if (post.bytes != n)
+          throw Error(who() + ": slab " + std::to_string(s.neighbour) + " sent " + std::to_string(post.bytes) +
+                      " bytes of halo rows in exchange " + std::to_string(exchange) + ", " + std::to_string(n) +
+                      " expected (every slab must exchange the same width of arrays of the same row size)");
         std::shared_ptr<detail::Event> done;
         if (gpu) {
           if (post.ready) post.ready->make_wait(copy_stream);
@@ -258,8 +282,10 @@ struct Halo::Impl {
 Halo::Halo(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Halo::~Halo() = default;
 
-void Halo::begin(const Array& a) {
-  impl_->begin(a);
+void Halo::begin(const Array& a) { begin(a, impl_->slab); }
+
+void Halo::begin(const Array& a, const Slab& layout) {
+  impl_->begin(a, layout, &layout == &impl_->slab ? impl_->width : impl_->layout_width(layout));
   if (!impl_->overlap) {  // the seed's synchronous mode: nothing overlaps the exchange
     impl_->end(a);
     if (impl_->place.is_gpu()) detail::synchronize_stream(impl_->place.device, impl_->stream);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "../src/levels.hpp"
+#include "device_flow.cuh"
 #include "kernels.cuh"
 #include "weft/cuda.hpp"
 #include "weft/tasks/flow/flow.hpp"
@@ -18,65 +19,10 @@ namespace weft::flow {
 bool have_cuda() noexcept { return true; }
 
 namespace {
-
-// Stream-ordered scratch memory (cudaMallocAsync pools; freed in stream order).
-template <class T> class DeviceBuffer {
- public:
-  DeviceBuffer(std::size_t count, cudaStream_t s) : stream_(s) {
-    WEFT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), std::max<std::size_t>(count, 1) * sizeof(T), s));
-  }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFreeAsync(ptr_, stream_);
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_) {}
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  [[nodiscard]] T* get() const noexcept { return ptr_; }
-  void zero(std::size_t count) { WEFT_CUDA_CHECK(cudaMemsetAsync(ptr_, 0, count * sizeof(T), stream_)); }
-
- private:
-  T* ptr_ = nullptr;
-  cudaStream_t stream_;
-};
-
-// CUDA events between the stages of one call, when a benchmark asks for StageTimes; nothing
-// otherwise. The interval from one enter() to the next is added to the stage entered first.
-class StageClock {
- public:
-  StageClock(StageTimes* out, cudaStream_t s) : out_(out), stream_(s) {}
-  ~StageClock() {
-    for (auto& m : marks_) cudaEventDestroy(m.first);
-  }
-  StageClock(const StageClock&) = delete;
-  StageClock& operator=(const StageClock&) = delete;
-  void enter(double StageTimes::*stage) {
-    if (!out_) return;
-    cudaEvent_t e = nullptr;
-    WEFT_CUDA_CHECK(cudaEventCreate(&e));
-    marks_.emplace_back(e, stage);
-    WEFT_CUDA_CHECK(cudaEventRecord(e, stream_));
-  }
-  void finish() {
-    if (!out_ || marks_.empty()) return;
-    enter(nullptr);
-    WEFT_CUDA_CHECK(cudaEventSynchronize(marks_.back().first));
-    for (std::size_t i = 0; i + 1 < marks_.size(); ++i) {
-      float ms = 0;
-      WEFT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[i].first, marks_[i + 1].first));
-      (*out_).*(marks_[i].second) += ms;
-    }
-  }
-
- private:
-  StageTimes* out_;
-  cudaStream_t stream_;
-  std::vector<std::pair<cudaEvent_t, double StageTimes::*>> marks_;
-};
-
-struct Level {
-  int w, h;
-  [[nodiscard]] std::size_t n() const { return static_cast<std::size_t>(w) * h; }
-};
+using gpu::DeviceBuffer;
+using gpu::DevicePyramids;
+using gpu::Level;
+using gpu::StageClock;
 
 // Runs the inner iterations of one warp; returns after the last or once the error is small.
 template <class Step>
@@ -93,56 +39,18 @@ void iterate(const FlowParams& prm, const gpu::FlowPolicy& policy, float* d_err,
   }
 }
 
-// level0: both frames' finest level already stored in S (by the input conversion), or empty.
 template <class S>
-void solve(float* f0, float* f1, int width, int height, const FlowParams& prm, float2* out, cudaStream_t s,
-           StageClock& clock, std::vector<DeviceBuffer<S>> level0) {
+void solve(DevicePyramids<S> pyr, const FlowParams& prm, float2* out, cudaStream_t s, StageClock& clock) {
   using P = gpu::Pair_t<S>;
   int device = 0, major = 9;
   WEFT_CUDA_CHECK(cudaGetDevice(&device));
   WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const gpu::FlowPolicy policy = gpu::policy_for(major * 10);
-  const int levels = detail::level_count(width, height, prm);
-  std::vector<Level> lv{{width, height}};
-  for (int k = 1; k < levels; ++k) lv.push_back({detail::zoomed_size(lv.back().w, prm.zoom), detail::zoomed_size(lv.back().h, prm.zoom)});
+  const std::vector<Level>& lv = pyr.lv;
+  const std::vector<DeviceBuffer<S>>&i0 = pyr.i0, &i1 = pyr.i1;
+  const int levels = static_cast<int>(lv.size());
   const std::size_t n0 = lv[0].n();
-
-  // Pyramid: built in float, stored in S, once per call (both frames, every level).
-  clock.enter(&StageTimes::pyramid);
-  DeviceBuffer<float> tmp(prm.method == Method::tvl1 ? n0 : 5 * n0, s), fa(n0, s), fb(n0, s);
-  std::vector<DeviceBuffer<S>> i0, i1;
-  const gpu::Gauss1D pre = gpu::gaussian_weights(prm.presmooth), same = gpu::gaussian_weights(0),
-                     aa = gpu::gaussian_weights(detail::antialias_sigma(prm));
-  for (float* frame : {f0, f1}) {
-    auto& pyr = frame == f0 ? i0 : i1;
-    float *level = fa.get(), *spare = fb.get();
-    if (pre.radius > 0)
-      gpu::launch_gaussian<float, float>(pre, frame, tmp.get(), level, width, height, s);
-    else
-      level = frame;  // read the converted frame directly
-    for (int k = 0; k < levels; ++k) {
-      if (k == 0) {  // level 0 stored in S (by the input conversion, or here); the coarser ones by the resize
-        if (!level0.empty()) {
-          pyr.push_back(std::move(level0[frame == f0 ? 0 : 1]));
-        } else {
-          pyr.emplace_back(lv[k].n(), s);
-          gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
-        }
-        continue;
-      }
-      pyr.emplace_back(lv[k].n(), s);
-      const float* src = level;
-      if (aa.radius > 0) {
-        gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
-        src = spare;
-      }
-      float* dst = src == fa.get() ? fb.get() : fa.get();
-      gpu::launch_resize_both<S>(src, lv[k - 1].w, lv[k - 1].h, dst, pyr.back().get(), lv[k].w, lv[k].h, s);
-      level = dst;
-      spare = dst == fa.get() ? fb.get() : fa.get();
-    }
-  }
-
+  DeviceBuffer<float> tmp(prm.method == Method::tvl1 ? 1 : 5 * n0, s), fa(prm.method == Method::tvl1 ? 1 : n0, s);
   DeviceBuffer<float2> ua(n0, s), ub(n0, s);
   DeviceBuffer<S> rho_c(n0, s), js(prm.method == Method::tvl1 ? 1 : 5 * n0, s);
   DeviceBuffer<P> g1(n0, s), grad(n0, s), p1a(n0, s), p1b(n0, s), p2a(n0, s), p2b(n0, s);
@@ -232,40 +140,6 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
   return compute_cuda(frame0, frame1, params, stream, nullptr);
 }
 
-namespace {
-// Input conversion (to float in [0, 1], normalised jointly for floating-point frames), the texture
-// part, then the solver. Integer frames without texture part or pre-smoothing are stored at the
-// finest level in S by the conversion itself.
-template <class S>
-void convert_and_solve(const Array& frame0, const Array& frame1, const FlowParams& params, float2* out,
-                       cudaStream_t s, StageClock& clock) {
-  const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
-  const long n = static_cast<long>(w) * h;
-  const float scale0 = detail::intensity_scale(frame0.dtype()), scale1 = detail::intensity_scale(frame1.dtype());
-  const bool direct = scale0 > 0 && scale1 > 0 && params.texture == 0 && params.presmooth == 0;
-  DeviceBuffer<float> f0(n, s), f1(n, s);
-  std::vector<DeviceBuffer<S>> level0;
-  for (auto [a, f] : {std::pair{&frame0, f0.get()}, std::pair{&frame1, f1.get()}}) {
-    const void* src = a->raw();
-    std::optional<DeviceBuffer<char>> staged;
-    if (a->memory().is_host()) {
-      staged.emplace(a->bytes(), s);
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(staged->get(), src, a->bytes(), cudaMemcpyHostToDevice, s));
-      src = staged->get();
-    }
-    S* also = nullptr;
-    if (direct) also = level0.emplace_back(n, s).get();
-    gpu::launch_to_float<S>(a->dtype(), src, f, also, n, a == &frame0 ? scale0 : scale1, s);
-  }
-  if (scale0 == 0) gpu::launch_normalise(f0.get(), f1.get(), n, s);
-  if (params.texture > 0) {
-    DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
-    gpu::launch_structure_texture(f0.get(), f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);
-  }
-  solve<S>(f0.get(), f1.get(), w, h, params, out, s, clock, std::move(level0));
-}
-}  // namespace
-
 Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
                    StageTimes* times) {
   check_frames(frame0, frame1);
@@ -277,12 +151,105 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
   int device = frame0.memory().is_host() ? -1 : frame0.memory().device_index;
   if (device < 0) WEFT_CUDA_CHECK(cudaGetDevice(&device));
   Array out = Array::device(DType::f32, Shape(h, w, 2), device, s);
+  auto run = [&](auto storage) {
+    using S = decltype(storage);
+    gpu::DeviceFrames<S> frames = gpu::convert_frames<S>(frame0, frame1, params, s);
+    solve<S>(gpu::build_pyramids<S>(frames, w, h, params, s, clock), params, static_cast<float2*>(out.raw()), s, clock);
+  };
   if (params.precision == Precision::fp16)
-    convert_and_solve<__half>(frame0, frame1, params, static_cast<float2*>(out.raw()), s, clock);
+    run(__half{});
   else
-    convert_and_solve<float>(frame0, frame1, params, static_cast<float2*>(out.raw()), s, clock);
+    run(float{});
   clock.finish();
   return out;
 }
 
+namespace gpu {
+
+// Input conversion (to float in [0, 1], normalised jointly for floating-point frames) and the
+// texture part. Integer frames without texture part or pre-smoothing are stored at the finest
+// level in S by the conversion itself.
+template <class S>
+DeviceFrames<S> convert_frames(const Array& frame0, const Array& frame1, const FlowParams& params, cudaStream_t s) {
+  const int h = static_cast<int>(frame0.shape()[0]), w = static_cast<int>(frame0.shape()[1]);
+  const long n = static_cast<long>(w) * h;
+  const float scale0 = detail::intensity_scale(frame0.dtype()), scale1 = detail::intensity_scale(frame1.dtype());
+  const bool direct = scale0 > 0 && scale1 > 0 && params.texture == 0 && params.presmooth == 0;
+  DeviceFrames<S> frames{DeviceBuffer<float>(n, s), DeviceBuffer<float>(n, s), {}};
+  for (auto [a, f] : {std::pair{&frame0, frames.f0.get()}, std::pair{&frame1, frames.f1.get()}}) {
+    const void* src = a->raw();
+    std::optional<DeviceBuffer<char>> staged;
+    if (a->memory().is_host()) {
+      staged.emplace(a->bytes(), s);
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(staged->get(), src, a->bytes(), cudaMemcpyHostToDevice, s));
+      src = staged->get();
+    }
+    S* also = nullptr;
+    if (direct) also = frames.level0.emplace_back(n, s).get();
+    gpu::launch_to_float<S>(a->dtype(), src, f, also, n, a == &frame0 ? scale0 : scale1, s);
+  }
+  if (scale0 == 0) gpu::launch_normalise(frames.f0.get(), frames.f1.get(), n, s);
+  if (params.texture > 0) {
+    DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
+    gpu::launch_structure_texture(frames.f0.get(), frames.f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);
+  }
+  return frames;
+}
+
+template <class S>
+DevicePyramids<S> build_pyramids(DeviceFrames<S>& frames, int width, int height, const FlowParams& prm, cudaStream_t s,
+                                 StageClock& clock) {
+  float *f0 = frames.f0.get(), *f1 = frames.f1.get();
+  std::vector<DeviceBuffer<S>>& level0 = frames.level0;
+  const int levels = detail::level_count(width, height, prm);
+  std::vector<Level> lv{{width, height}};
+  for (int k = 1; k < levels; ++k) lv.push_back({detail::zoomed_size(lv.back().w, prm.zoom), detail::zoomed_size(lv.back().h, prm.zoom)});
+  const std::size_t n0 = lv[0].n();
+
+  // Pyramid: built in float, stored in S, once per call (both frames, every level).
+  clock.enter(&StageTimes::pyramid);
+  DeviceBuffer<float> tmp(n0, s), fa(n0, s), fb(n0, s);
+  std::vector<DeviceBuffer<S>> i0, i1;
+  const gpu::Gauss1D pre = gpu::gaussian_weights(prm.presmooth), same = gpu::gaussian_weights(0),
+                     aa = gpu::gaussian_weights(detail::antialias_sigma(prm));
+  for (float* frame : {f0, f1}) {
+    auto& pyr = frame == f0 ? i0 : i1;
+    float *level = fa.get(), *spare = fb.get();
+    if (pre.radius > 0)
+      gpu::launch_gaussian<float, float>(pre, frame, tmp.get(), level, width, height, s);
+    else
+      level = frame;  // read the converted frame directly
+    for (int k = 0; k < levels; ++k) {
+      if (k == 0) {  // level 0 stored in S (by the input conversion, or here); the coarser ones by the resize
+        if (!level0.empty()) {
+          pyr.push_back(std::move(level0[frame == f0 ? 0 : 1]));
+        } else {
+          pyr.emplace_back(lv[k].n(), s);
+          gpu::launch_gaussian<float, S>(same, level, tmp.get(), pyr.back().get(), lv[k].w, lv[k].h, s);
+        }
+        continue;
+      }
+      pyr.emplace_back(lv[k].n(), s);
+      const float* src = level;
+      if (aa.radius > 0) {
+        gpu::launch_gaussian<float, float>(aa, level, tmp.get(), spare, lv[k - 1].w, lv[k - 1].h, s);
+        src = spare;
+      }
+      float* dst = src == fa.get() ? fb.get() : fa.get();
+      gpu::launch_resize_both<S>(src, lv[k - 1].w, lv[k - 1].h, dst, pyr.back().get(), lv[k].w, lv[k].h, s);
+      level = dst;
+      spare = dst == fa.get() ? fb.get() : fa.get();
+    }
+  }
+  return {std::move(lv), std::move(i0), std::move(i1)};
+}
+
+template DeviceFrames<float> convert_frames<float>(const Array&, const Array&, const FlowParams&, cudaStream_t);
+template DeviceFrames<__half> convert_frames<__half>(const Array&, const Array&, const FlowParams&, cudaStream_t);
+template DevicePyramids<float> build_pyramids<float>(DeviceFrames<float>&, int, int, const FlowParams&, cudaStream_t,
+                                                     StageClock&);
+template DevicePyramids<__half> build_pyramids<__half>(DeviceFrames<__half>&, int, int, const FlowParams&, cudaStream_t,
+                                                       StageClock&);
+
+}  // namespace gpu
 }  // namespace weft::flow

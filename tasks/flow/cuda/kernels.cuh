@@ -77,23 +77,32 @@ template <class S> void launch_gradient_pairs(const S* in, Pair_t<S>* g, int w, 
 // pairs' sums in half2 arithmetic in fp16): grad = (Ix, Iy), rho_c = I1w - Ix u - Iy v - I0.
 // With `coarse` (wc x hc) not null, the flow is first the coarser level's upsampled (bilinear,
 // vectors scaled), written to `flow`: the first warp of a level needs no upsampling pass.
+//
+// Row windows (`weft flow --split`): the warp, median and TV-L1 iteration launchers compute rows
+// [y_first, y_end) of the level only (y_end < 0: h); pointers then index the level's rows as in the
+// whole image (a strip's buffer minus its first held row), so border tests and results are the
+// whole image's.
 template <class S>
 void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
-                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s);
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s, int y_first = 0, int y_end = -1);
 // Median of the flow; a no-op copy when iteration n is past the stopping point (see below;
 // err null: no stopping test).
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
-                        cudaStream_t s);
+                        cudaStream_t s, int y_first = 0, int y_end = -1);
 
 // Solvers (solvers_gpu.cu). err[n] accumulates iteration n's squared update; an iteration whose
 // predecessor's err <= stop (or n > 0 and stopped) copies its input and does nothing else.
+// With a row window the iteration also computes the new flow of row y_end (the next strip's
+// first; not written) when y_end < h: the dual step of row y_end - 1 needs it. Its inputs there
+// (flow, duals, warp data) must be valid.
 struct Tvl1Step {
   float lt, theta, taut, stop;
 };
 template <class S>
 void launch_tvl1_iteration(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                            const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
-                           const S* rho_c, float* err, int n, int w, int h, cudaStream_t s);
+                           const S* rho_c, float* err, int n, int w, int h, cudaStream_t s, int y_first = 0,
+                           int y_end = -1);
 // `steps` (1..kFusedTvl1Sm90.steps) iterations in one launch, without stopping test; zero_duals:
 // read the duals as zero (first launch of a level) instead of clearing them beforehand.
 template <class S>

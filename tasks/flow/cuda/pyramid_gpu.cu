@@ -25,6 +25,12 @@ __device__ __forceinline__ bool pixel(int w, int h, int& x, int& y) {
   y = blockIdx.y * blockDim.y + threadIdx.y;
   return x < w && y < h;
 }
+// pixel() over rows [y_first, y_end) of the level (a row window; grid2(w, y_end - y_first)).
+__device__ __forceinline__ bool pixel_rows(int w, int y_first, int y_end, int& x, int& y) {
+  x = blockIdx.x * blockDim.x + threadIdx.x;
+  y = y_first + blockIdx.y * blockDim.y + threadIdx.y;
+  return x < w && y < y_end;
+}
 
 // also: the same values stored in S as well (the finest pyramid level), or null.
 template <class T, class S> __global__ void to_float_kernel(const T* in, float* out, S* also, long n, float scale) {
@@ -192,9 +198,9 @@ __device__ __noinline__ void warp_pixel_border(const S* i0, const S* i1, const P
 template <class S>
 __global__ void __launch_bounds__(kTileW* kTileH, 6)
     warp_kernel(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
-                Pair_t<S>* grad, S* rho_c, int w, int h) {
+                Pair_t<S>* grad, S* rho_c, int w, int h, int y_first, int y_end) {
   int x, y;
-  if (!pixel(w, h, x, y)) return;
+  if (!pixel_rows(w, y_first, y_end, x, y)) return;
   float2 f;
   if (coarse)
     flow[long(y) * w + x] = f = upsampled_flow(coarse, wc, hc, w, h, x, y);
@@ -207,9 +213,9 @@ __global__ void __launch_bounds__(kTileW* kTileH, 6)
     warp_pixel_border(i0, i1, g1, f, grad, rho_c, w, h, x, y, ix, iy);
 }
 __global__ void median_flow_kernel(const float2* in, float2* out, int size, const float* err, int it, float stop, int w,
-                                   int h) {
+                                   int h, int y_first, int y_end) {
   int x, y;
-  if (!pixel(w, h, x, y)) return;
+  if (!pixel_rows(w, y_first, y_end, x, y)) return;
   if (err && it > 0 && err[it - 1] <= stop) {
     out[long(y) * w + x] = in[long(y) * w + x];
     return;
@@ -320,14 +326,19 @@ template <class S> void launch_gradient_pairs(const S* in, Pair_t<S>* g, int w, 
 
 template <class S>
 void launch_warp(const S* i0, const S* i1, const Pair_t<S>* g1, const float2* coarse, int wc, int hc, float2* flow,
-                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s) {
-  warp_kernel<<<grid2(w, h), kBlock, 0, s>>>(i0, i1, g1, coarse, wc, hc, flow, grad, rho_c, w, h);
+                 Pair_t<S>* grad, S* rho_c, int w, int h, cudaStream_t s, int y_first, int y_end) {
+  if (y_end < 0) y_end = h;
+  if (y_end <= y_first) return;
+  warp_kernel<<<grid2(w, y_end - y_first), kBlock, 0, s>>>(i0, i1, g1, coarse, wc, hc, flow, grad, rho_c, w, h, y_first,
+                                                           y_end);
   check_launch("flow.warp_kernel", s);
 }
 
 void launch_median_flow(const float2* in, float2* out, int size, const float* err, int n, float stop, int w, int h,
-                        cudaStream_t s) {
-  median_flow_kernel<<<grid2(w, h), kBlock, 0, s>>>(in, out, size, err, n, stop, w, h);
+                        cudaStream_t s, int y_first, int y_end) {
+  if (y_end < 0) y_end = h;
+  if (y_end <= y_first) return;
+  median_flow_kernel<<<grid2(w, y_end - y_first), kBlock, 0, s>>>(in, out, size, err, n, stop, w, h, y_first, y_end);
   check_launch("flow.median_flow_kernel", s);
 }
 
@@ -337,7 +348,7 @@ void launch_median_flow(const float2* in, float2* out, int size, const float* er
   template void launch_resize_both<S>(const float*, int, int, float*, S*, int, int, cudaStream_t);                \
   template void launch_gradient_pairs<S>(const S*, Pair_t<S>*, int, int, cudaStream_t);                           \
   template void launch_warp<S>(const S*, const S*, const Pair_t<S>*, const float2*, int, int, float2*, Pair_t<S>*, \
-                               S*, int, int, cudaStream_t);
+                               S*, int, int, cudaStream_t, int, int);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

@@ -30,13 +30,15 @@ __device__ __forceinline__ bool stopped(const float* err, int n, float stop) { r
 template <class S>
 __device__ void tvl1_tile(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                           const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
-                          const S* rho_c, float* err, int w, int h, float2 (*un)[kTileW + 1]) {
-  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
+                          const S* rho_c, float* err, int w, int h, int y_first, int y_end,
+                          float2 (*un)[kTileW + 1]) {
+  const int x0 = blockIdx.x * kTileW, y0 = y_first + blockIdx.y * kTileH;
+  const int y_new = min(y_end + 1, h);  // rows whose new flow is computed: the window and the row after it
   const int tid = threadIdx.y * kTileW + threadIdx.x;
   float e = 0;
   for (int r = tid; r < (kTileW + 1) * (kTileH + 1); r += kTileW * kTileH) {
     const int lx = r % (kTileW + 1), ly = r / (kTileW + 1), x = x0 + lx, y = y0 + ly;
-    if (x >= w || y >= h) continue;
+    if (x >= w || y >= y_new) continue;
     const long i = long(y) * w + x;
     const float2 u = u_in[i], g = ld2(grad[i]);
     float v1, v2;
@@ -48,7 +50,7 @@ __device__ void tvl1_tile(const Tvl1Step& c, const float2* u_in, float2* u_out, 
     const float div2 = (x < w - 1 ? p2.x : 0.f) - p2l.x + (y < h - 1 ? p2.y : 0.f) - p2u.y;
     const float2 n = make_float2(v1 + c.theta * div1, v2 + c.theta * div2);
     un[ly][lx] = n;
-    if (lx < kTileW && ly < kTileH) {
+    if (lx < kTileW && ly < kTileH && y < y_end) {
       u_out[i] = n;
       e += (n.x - u.x) * (n.x - u.x) + (n.y - u.y) * (n.y - u.y);
     }
@@ -56,7 +58,7 @@ __device__ void tvl1_tile(const Tvl1Step& c, const float2* u_in, float2* u_out, 
   __syncthreads();
   add_error(e, err);
   const int lx = threadIdx.x, ly = threadIdx.y, x = x0 + lx, y = y0 + ly;
-  if (x >= w || y >= h) return;
+  if (x >= w || y >= y_end) return;
   const long i = long(y) * w + x;
   const float2 u = un[ly][lx];
   const float2 ur = x < w - 1 ? un[ly][lx + 1] : u, ud = y < h - 1 ? un[ly + 1][lx] : u;
@@ -71,17 +73,17 @@ template <class S>
 __global__ void __launch_bounds__(kTileW* kTileH)
     tvl1_iteration_kernel(Tvl1Step c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in, const Pair_t<S>* p2_in,
                           Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad, const S* rho_c, float* err,
-                          int n, int w, int h) {
+                          int n, int w, int h, int y_first, int y_end) {
   __shared__ float2 un[kTileH + 1][kTileW + 1];
   if (stopped(err, n, c.stop)) {  // carry the state through so the ping-pong stays consistent
-    const int x = blockIdx.x * kTileW + threadIdx.x, y = blockIdx.y * kTileH + threadIdx.y;
-    if (x < w && y < h) {
+    const int x = blockIdx.x * kTileW + threadIdx.x, y = y_first + blockIdx.y * kTileH + threadIdx.y;
+    if (x < w && y < y_end) {
       const long i = long(y) * w + x;
       u_out[i] = u_in[i], p1_out[i] = p1_in[i], p2_out[i] = p2_in[i];
     }
     return;
   }
-  tvl1_tile<S>(c, u_in, u_out, p1_in, p2_in, p1_out, p2_out, grad, rho_c, err + n, w, h, un);
+  tvl1_tile<S>(c, u_in, u_out, p1_in, p2_in, p1_out, p2_out, grad, rho_c, err + n, w, h, y_first, y_end, un);
 }
 
 template <class S>
@@ -125,9 +127,11 @@ __global__ void __launch_bounds__(kTileW* kTileH)
 template <class S>
 void launch_tvl1_iteration(const Tvl1Step& c, const float2* u_in, float2* u_out, const Pair_t<S>* p1_in,
                            const Pair_t<S>* p2_in, Pair_t<S>* p1_out, Pair_t<S>* p2_out, const Pair_t<S>* grad,
-                           const S* rho_c, float* err, int n, int w, int h, cudaStream_t s) {
-  tvl1_iteration_kernel<S><<<grid2(w, h), dim3(kTileW, kTileH), 0, s>>>(c, u_in, u_out, p1_in, p2_in, p1_out, p2_out,
-                                                                          grad, rho_c, err, n, w, h);
+                           const S* rho_c, float* err, int n, int w, int h, cudaStream_t s, int y_first, int y_end) {
+  if (y_end < 0) y_end = h;
+  if (y_end <= y_first) return;
+  tvl1_iteration_kernel<S><<<grid2(w, y_end - y_first), dim3(kTileW, kTileH), 0, s>>>(
+      c, u_in, u_out, p1_in, p2_in, p1_out, p2_out, grad, rho_c, err, n, w, h, y_first, y_end);
   check_launch("flow.tvl1_iteration_kernel", s);
 }
 
@@ -146,7 +150,7 @@ void launch_jacobi(float a, float stop, const float2* u_in, float2* u_out, const
 #define WEFT_FLOW_INSTANTIATE(S)                                                                                       \
   template void launch_tvl1_iteration<S>(const Tvl1Step&, const float2*, float2*, const Pair_t<S>*, const Pair_t<S>*, \
                                          Pair_t<S>*, Pair_t<S>*, const Pair_t<S>*, const S*, float*, int, int, int,   \
-                                         cudaStream_t);                                                                \
+                                         cudaStream_t, int, int);                                                      \
   template void launch_tensor<S>(const Pair_t<S>*, const S*, float*, int, int, cudaStream_t);                         \
   template void launch_jacobi<S>(float, float, const float2*, float2*, const S*, float*, int, int, int, cudaStream_t);
 WEFT_FLOW_INSTANTIATE(float)

@@ -50,19 +50,27 @@ template <class T> WEFT_FLOW_HD T derivative5(T m2, T m1, T p1, T p2) {
 }
 
 // Forward differences of u at (x, y), zero on the last column / row (the dual steps' gradient).
+// `u` points at the pixel, rows `stride` elements apart; (x, y) and (w, h) place it in the image.
+template <class T>
+WEFT_FLOW_HD void forward_gradient_at(const T* u, long stride, int w, int h, int x, int y, T& ux, T& uy) {
+  ux = x < w - 1 ? u[1] - u[0] : T(0);
+  uy = y < h - 1 ? u[stride] - u[0] : T(0);
+}
 template <class T> WEFT_FLOW_HD void forward_gradient(const T* u, int w, int h, int x, int y, T& ux, T& uy) {
-  const long i = static_cast<long>(y) * w + x;
-  ux = x < w - 1 ? u[i + 1] - u[i] : T(0);
-  uy = y < h - 1 ? u[i + w] - u[i] : T(0);
+  forward_gradient_at(u + static_cast<long>(y) * w + x, w, w, h, x, y, ux, uy);
 }
 
 // Divergence of the dual field (pa, pb) at (x, y), backward differences with the boundary
 // conditions of the TV-L1 and ROF dual schemes (p = 0 outside, last column/row not stored).
+// The _at form: pa, pb point at the pixel, rows `stride` elements apart (strips of a split frame).
+template <class T> WEFT_FLOW_HD T divergence_at(const T* pa, const T* pb, long stride, int w, int h, int x, int y) {
+  const T dx = (x < w - 1 ? pa[0] : T(0)) - (x > 0 ? pa[-1] : T(0));
+  const T dy = (y < h - 1 ? pb[0] : T(0)) - (y > 0 ? pb[-stride] : T(0));
+  return dx + dy;
+}
 template <class T> WEFT_FLOW_HD T divergence(const T* pa, const T* pb, int w, int h, int x, int y) {
   const long i = static_cast<long>(y) * w + x;
-  const T dx = (x < w - 1 ? pa[i] : T(0)) - (x > 0 ? pa[i - 1] : T(0));
-  const T dy = (y < h - 1 ? pb[i] : T(0)) - (y > 0 ? pb[i - w] : T(0));
-  return dx + dy;
+  return divergence_at(pa + i, pb + i, w, w, h, x, y);
 }
 
 // Bicubic sample of img (row-major h x w) at (x, y) with replicated borders.
@@ -78,13 +86,16 @@ template <class T, class S> WEFT_FLOW_HD T bicubic(const S* img, int w, int h, T
   return cubic<T>(row[0], row[1], row[2], row[3], ty);
 }
 
-// Bilinear sample with replicated borders (pyramid resampling and flow upsampling).
-template <class T, class S> WEFT_FLOW_HD T bilinear(const S* img, int w, int h, T x, T y, int stride = 1, int offset = 0) {
+// Bilinear sample with replicated borders (pyramid resampling and flow upsampling); the _of form
+// reads the image through at(row, column) (rows of a strip of a split frame).
+template <class T, class At> WEFT_FLOW_HD T bilinear_of(const At& at, int w, int h, T x, T y) {
   const int ix = static_cast<int>(floor(x)), iy = static_cast<int>(floor(y));
   const T tx = x - T(ix), ty = y - T(iy);
   const int x0 = clamp_index(ix, w), x1 = clamp_index(ix + 1, w), y0 = clamp_index(iy, h), y1 = clamp_index(iy + 1, h);
-  auto at = [&](int yy, int xx) { return T(img[(static_cast<long>(yy) * w + xx) * stride + offset]); };
   return (T(1) - ty) * ((T(1) - tx) * at(y0, x0) + tx * at(y0, x1)) + ty * ((T(1) - tx) * at(y1, x0) + tx * at(y1, x1));
+}
+template <class T, class S> WEFT_FLOW_HD T bilinear(const S* img, int w, int h, T x, T y, int stride = 1, int offset = 0) {
+  return bilinear_of<T>([&](int yy, int xx) { return T(img[(static_cast<long>(yy) * w + xx) * stride + offset]); }, w, h, x, y);
 }
 
 // TV-L1 thresholding step (Zach-Pock-Bischof, IPOL eq. (15)): v from u given the linearised

@@ -2,6 +2,7 @@
 // CPU solvers of the three methods on one pyramid level, and the coarse-to-fine driver.
 // Templated on the scalar: double (reference, single-threaded) and float (fast path, OpenMP).
 #include <utility>
+#include <vector>
 
 #include "image_ops.hpp"
 #include "weft/tasks/flow/params.hpp"
@@ -141,19 +142,29 @@ void coupled_level(const Plane<T>& i0, const Plane<T>& i1, Flow<T>& f, const Flo
   }
 }
 
-// Coarse-to-fine driver. i0, i1 are already normalised to [0, 1]; with params.texture > 0 the
-// pyramid is built from their texture parts (structure_texture).
-template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
+// Pyramids of both frames, finest level first. i0, i1 are already normalised to [0, 1]; with
+// params.texture > 0 the pyramid is built from their texture parts (structure_texture).
+template <class T> struct Pyramids {
+  std::vector<Plane<T>> p0, p1;
+};
+template <class T> Pyramids<T> pyramids(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
   if (prm.texture > 0) {
     i0 = structure_texture(i0, prm.texture, parallel);
     i1 = structure_texture(i1, prm.texture, parallel);
   }
   const int levels = level_count(i0.w, i0.h, prm);
-  std::vector<Plane<T>> p0{gaussian(i0, prm.presmooth, parallel)}, p1{gaussian(i1, prm.presmooth, parallel)};
+  Pyramids<T> p{{gaussian(i0, prm.presmooth, parallel)}, {gaussian(i1, prm.presmooth, parallel)}};
   for (int s = 1; s < levels; ++s) {
-    p0.push_back(zoom_out(p0.back(), prm, parallel));
-    p1.push_back(zoom_out(p1.back(), prm, parallel));
+    p.p0.push_back(zoom_out(p.p0.back(), prm, parallel));
+    p.p1.push_back(zoom_out(p.p1.back(), prm, parallel));
   }
+  return p;
+}
+
+// Coarse-to-fine driver.
+template <class T> Flow<T> solve(Plane<T> i0, Plane<T> i1, const FlowParams& prm, bool parallel) {
+  const auto [p0, p1] = pyramids(std::move(i0), std::move(i1), prm, parallel);
+  const int levels = static_cast<int>(p0.size());
   Flow<T> f{Plane<T>(p0.back().w, p0.back().h), Plane<T>(p0.back().w, p0.back().h)};
   for (int s = levels - 1; s >= 0; --s) {
     if (f.u.w != p0[s].w || f.u.h != p0[s].h) {

@@ -66,9 +66,20 @@ class Halo {
   void begin(const Array& a);
   /// Completes it: a's halo rows hold the neighbours' rows, and they have read a's boundary rows.
   void end(const Array& a);
+  /// begin(a) for an array laid out as `layout` instead of the slab: another grid over the same
+  /// parts (a coarser pyramid level, a per-part scalar) with `layout.rows` owned rows and
+  /// layout.halo_before / halo_after rows of its neighbours (one width w at every inner boundary:
+  /// w before unless part 0, w after unless the last part, w <= rows). Every slab must use the same
+  /// w in the same exchange; a mismatch is an error. end(a) completes it.
+  void begin(const Array& a, const Slab& layout);
   /// begin(a) then end(a), for code with nothing to overlap.
   void exchange(const Array& a) {
     begin(a);
+    end(a);
+  }
+  /// begin(a, layout) then end(a).
+  void exchange(const Array& a, const Slab& layout) {
+    begin(a, layout);
     end(a);
   }
   /// The slab of the token being processed.

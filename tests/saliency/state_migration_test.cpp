@@ -8,8 +8,9 @@
 // the moves then also go to and from the GPU of each rank, so the state crosses host and device
 // memory both ways (and ranks under mpiexec). motion.input's GPU downsampling differs from the
 // CPU's by under 1e-6 (saliency_dynamic_gpu_test), so the maps are compared to the run without
-// moves within a tolerance rather than bit for bit: a lost, repeated or reordered frame or state
-// changes the moving patch's maps by far more.
+// moves within 1e-4 of the map's maximum rather than bit for bit (an H100 at 683c390: at most
+// 2.1e-7 on the frames whose state went through the GPU, 0 on the others); a lost, repeated or
+// reordered frame or state changes the moving patch's maps by far more.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -217,8 +218,8 @@ TEST(SaliencyStateMigration, MapsUnchangedWhenTheStatefulTasksMoveMidStream) {
       const double md = relative_difference(moved.dynamic->maps[t], still.dynamic->maps[t]);
       const double mf = relative_difference(moved.fused->maps[t], still.fused->maps[t]);
       std::printf("frame %2d: moved vs still, Md %.2e, Mf %.2e of the map's maximum\n", t, md, mf);
-      EXPECT_LT(md, 1e-2) << "with moves, Md of frame " << t;
-      EXPECT_LT(mf, 1e-2) << "with moves, Mf of frame " << t;
+      EXPECT_LT(md, 1e-4) << "with moves, Md of frame " << t;
+      EXPECT_LT(mf, 1e-4) << "with moves, Mf of frame " << t;
     } else {
       EXPECT_TRUE(same_bits(moved.dynamic->maps[t], still.dynamic->maps[t])) << "with moves, Md of frame " << t;
       EXPECT_TRUE(same_bits(moved.fused->maps[t], still.fused->maps[t])) << "with moves, Mf of frame " << t;

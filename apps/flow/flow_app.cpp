@@ -21,8 +21,8 @@ const char* const kUsage =
     "every rank (under mpirun too): frames are read once on rank 0, flows written there in order.\n"
     "--split computes one pair in row strips, one per GPU of every rank (per rank with --devices cpu;\n"
     "--strips N to choose), with halo exchange: the same flow as one device (tvl1 only; on CPUs bit\n"
-    "for bit, on GPUs compute_cuda's one-iteration kernels, whose result it equals but for the order\n"
-    "of the stopping test's sum).\n"
+    "for bit; on GPUs the one-iteration-per-launch kernels, whose single-GPU result it equals but for\n"
+    "the order of the stopping test's sum, not the fused ones used with --epsilon 0).\n"
     "Unset method options take the method's defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15,\n"
     "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30; the\n"
     "frames' texture parts, --texture 0.95, as Wedel et al. 2009).";

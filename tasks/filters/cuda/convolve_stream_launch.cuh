@@ -1,7 +1,8 @@
 #pragma once
 // Launchers of the streaming full convolutions (convolve_stream.cuh) up to radius
 // kStreamMaxRadius, kRows = 4, 8 or 16 output rows per thread (the fused separable ones are in
-// separable_stream_launch.cuh). Weights travel by value. Each element type is instantiated in its
+// separable_stream_launch.cuh). Weights travel by value (and by the caller's device copy for the
+// strips at the image's edges). Each element type is instantiated in its
 // own convolve_stream_<type>_gpu.cu, so that nvcc compiles them in parallel.
 #include <cstdint>
 #include <string>
@@ -27,7 +28,8 @@ __device__ __noinline__ void convolve_general_strip(const T* src, T* dst, Extent
 }
 
 /// 4 rows per thread: at most 64 registers (8 blocks of 128 threads per SM), which the probe on an
-/// H100 found fastest for 3×3 to 7×7 (bench/filters/NOTES.md).
+/// H100 found fastest for 3×3 to 7×7; 8 and 16 rows: at most 80 (6 blocks), still slower than 4 at
+/// every size measured (bench/filters/NOTES.md, 2026-11-25).
 template <int R, int kRows, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
     convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w,

@@ -99,8 +99,6 @@ int flow_main(int argc, char** argv) {
   const Environment* env = Environment::current();
   const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};
   if (split) {
-    if (p.method != flow::Method::tvl1)
-      throw ConfigError("weft flow: --split: --method " + method + " cannot be split (tvl1 only)");
     if (in.pair_count() != 1)
       throw ConfigError("weft flow: --split computes one frame pair, got " + std::to_string(in.pair_count()) + " pairs");
     const int n = flow::app::split_strips(strips, cluster, common.devices != "cpu", in);

@@ -14,15 +14,16 @@ using flow::FlowParams;
 const char* const kUsage =
     "usage: weft flow --method hs|tvl1|clg --frames A.png B.png [C.png ...] --output flow.flo|flows.h5\n"
     "                 [--input video.h5:/frames] [--precision fp32|fp16] [--png flow.png] [--farm N] [method options]\n"
-    "       weft flow --method tvl1 --frames A.png B.png --output flow.flo --split [--strips N] [--devices cpu|gpu]\n"
+    "       weft flow --method hs|tvl1|clg --frames A.png B.png --output flow.flo --split [--strips N] [--devices cpu|gpu]\n"
     "Optical flow from each frame to the next. A pair writes a Middlebury .flo file; a sequence or\n"
     "video writes HDF5 dataset /flow f32 [T-1, H, W, 2] ((u, v) per pixel). Frames are PNG or PGM\n"
     "(colour converted to grey) or an HDF5 video [T,H,W]. A sequence is farmed over every GPU of\n"
     "every rank (under mpirun too): frames are read once on rank 0, flows written there in order.\n"
     "--split computes one pair in row strips, one per GPU of every rank (per rank with --devices cpu;\n"
-    "--strips N to choose), with halo exchange: the same flow as one device (tvl1 only; on CPUs bit\n"
-    "for bit; on GPUs the one-iteration-per-launch kernels, whose single-GPU result it equals but for\n"
-    "the order of the stopping test's sum, not the fused ones used with --epsilon 0).\n"
+    "--strips N to choose), with halo exchange: the same flow as one device (every method; on CPUs\n"
+    "bit for bit; on GPUs the single-GPU kernels, whose result it equals but for the order of the\n"
+    "stopping test's sum; tvl1 with --epsilon 0 runs the one-iteration-per-launch kernel, not the\n"
+    "fused ones one GPU uses then).\n"
     "Unset method options take the method's defaults (tvl1 as IPOL/OpenCV: tau 0.25, lambda 0.15,\n"
     "theta 0.3, zoom 0.5, 5 scales, 5 warps, epsilon 0.01, 300 iterations, median 5 every 30; the\n"
     "frames' texture parts, --texture 0.95, as Wedel et al. 2009).";
@@ -70,7 +71,7 @@ int flow_main(int argc, char** argv) {
        "of every rank (per rank with --devices cpu), 1 = no farm")
       ("split", po::bool_switch(&split),
        "one frame pair in row strips over every GPU of every rank (or CPU of every rank with --devices cpu), "
-       "under mpirun too, with halo exchange; the same flow as on one device (tvl1 only)")
+       "under mpirun too, with halo exchange; the same flow as on one device (hs, tvl1, clg)")
       ("strips", po::value(&strips)->default_value(0),
        "--split: number of strips (0 = one per GPU of every rank, or per rank with --devices cpu)");
   add_common_options(desc, common);
@@ -99,8 +100,6 @@ int flow_main(int argc, char** argv) {
   const Environment* env = Environment::current();
   const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};
   if (split) {
-    if (p.method != flow::Method::tvl1)
-      throw ConfigError("weft flow: --split: --method " + method + " cannot be split (tvl1 only)");
     if (in.pair_count() != 1)
       throw ConfigError("weft flow: --split computes one frame pair, got " + std::to_string(in.pair_count()) + " pairs");
     const int n = flow::app::split_strips(strips, cluster, common.devices != "cpu", in);

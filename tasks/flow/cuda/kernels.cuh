@@ -116,8 +116,10 @@ void launch_tvl1_columns(FusedLayout layout, const Tvl1Step& c, const float2* u_
                          cudaStream_t s);
 // Structure tensor J = (Ix^2, IxIy, Iy^2, Ix It, Iy It) in 5 planes of w*h (float, before smoothing).
 template <class S> void launch_tensor(const Pair_t<S>* grad, const S* rho_c, float* j, int w, int h, cudaStream_t s);
+// A row window as the launchers above; `plane`: elements between the tensor's planes (< 0: w h),
+// j then indexed like the flow (a strip's buffer minus its first held row).
 template <class S>
 void launch_jacobi(float a, float stop, const float2* u_in, float2* u_out, const S* j, float* err, int n, int w, int h,
-                   cudaStream_t s);
+                   cudaStream_t s, int y_first = 0, int y_end = -1, long plane = -1);
 
 }  // namespace weft::flow::gpu

@@ -96,12 +96,14 @@ __global__ void tensor_kernel(const Pair_t<S>* grad, const S* rho_c, float* j, i
   j[i] = g.x * g.x, j[i + n] = g.x * g.y, j[i + 2 * n] = g.y * g.y, j[i + 3 * n] = g.x * it, j[i + 4 * n] = g.y * it;
 }
 
+// Rows [y_first, y_end); the tensor's planes are `np` elements apart (w h, or a strip's held rows).
 template <class S>
 __global__ void __launch_bounds__(kTileW* kTileH)
-    jacobi_kernel(float a, float stop, const float2* u_in, float2* u_out, const S* j, float* err, int n, int w, int h) {
-  const int x = blockIdx.x * kTileW + threadIdx.x, y = blockIdx.y * kTileH + threadIdx.y;
-  const bool inside = x < w && y < h;
-  const long i = long(y) * w + x, np = long(w) * h;
+    jacobi_kernel(float a, float stop, const float2* u_in, float2* u_out, const S* j, long np, float* err, int n, int w,
+                  int h, int y_first, int y_end) {
+  const int x = blockIdx.x * kTileW + threadIdx.x, y = y_first + blockIdx.y * kTileH + threadIdx.y;
+  const bool inside = x < w && y < y_end;
+  const long i = long(y) * w + x;
   if (stopped(err, n, stop)) {
     if (inside) u_out[i] = u_in[i];
     return;
@@ -142,8 +144,12 @@ template <class S> void launch_tensor(const Pair_t<S>* grad, const S* rho_c, flo
 
 template <class S>
 void launch_jacobi(float a, float stop, const float2* u_in, float2* u_out, const S* j, float* err, int n, int w, int h,
-                   cudaStream_t s) {
-  jacobi_kernel<S><<<grid2(w, h), dim3(kTileW, kTileH), 0, s>>>(a, stop, u_in, u_out, j, err, n, w, h);
+                   cudaStream_t s, int y_first, int y_end, long plane) {
+  if (y_end < 0) y_end = h;
+  if (plane < 0) plane = long(w) * h;
+  if (y_end <= y_first) return;
+  jacobi_kernel<S><<<grid2(w, y_end - y_first), dim3(kTileW, kTileH), 0, s>>>(a, stop, u_in, u_out, j, plane, err, n, w,
+                                                                              h, y_first, y_end);
   check_launch("flow.jacobi_kernel", s);
 }
 
@@ -152,7 +158,8 @@ void launch_jacobi(float a, float stop, const float2* u_in, float2* u_out, const
                                          Pair_t<S>*, Pair_t<S>*, const Pair_t<S>*, const S*, float*, int, int, int,   \
                                          cudaStream_t, int, int);                                                      \
   template void launch_tensor<S>(const Pair_t<S>*, const S*, float*, int, int, cudaStream_t);                         \
-  template void launch_jacobi<S>(float, float, const float2*, float2*, const S*, float*, int, int, int, cudaStream_t);
+  template void launch_jacobi<S>(float, float, const float2*, float2*, const S*, float*, int, int, int, cudaStream_t, \
+                                  int, int, long);
 WEFT_FLOW_INSTANTIATE(float)
 WEFT_FLOW_INSTANTIATE(__half)
 #undef WEFT_FLOW_INSTANTIATE

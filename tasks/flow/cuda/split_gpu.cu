@@ -1,4 +1,5 @@
-// A strip of a split TV-L1 flow on a GPU (FlowStrip::run_slab_cuda). The decomposition and the
+// A strip of a split flow on a GPU (FlowStrip::run_slab_cuda): TV-L1 below; Horn–Schunck and CLG
+// in coupled_level. The decomposition and the
 // iteration's structure are the CPU strip's (src/split_cpu.hpp); the arithmetic is compute_cuda's
 // with one iteration per launch (the path it takes when epsilon > 0): the same input conversion,
 // texture part and pyramids (every strip builds both whole), and the same warp, median and
@@ -102,16 +103,22 @@ template <class S> struct GpuStripLevel {
   DeviceBuffer<P> grad;
   DeviceBuffer<S> rho_c;
 
-  GpuStripLevel(int width, int height, std::int64_t h0, const Slab& slab, Context& ctx, cudaStream_t s)
-      : w(width), h(height), rows(strip_rows(h0, height, slab.part, slab.parts)),
+  // `duals`: TV-L1's p1, p2 (Horn–Schunck and CLG have none); `halo`: strip_halo().
+  GpuStripLevel(int width, int height, std::int64_t h0, const Slab& slab, Context& ctx, cudaStream_t s, bool duals,
+                int halo)
+      : w(width), h(height), rows(strip_rows(h0, height, slab.part, slab.parts, halo)),
         grad(static_cast<std::size_t>(rows.layout.total_rows()) * width, s),
         rho_c(static_cast<std::size_t>(rows.layout.total_rows()) * width, s) {
     const Shape shape(rows.layout.total_rows(), width, 2);
-    const DType duals = sizeof(S) == 4 ? DType::f32 : DType::f16;
+    const DType dual_type = sizeof(S) == 4 ? DType::f32 : DType::f16;
     u = ctx.alloc(DType::f32, shape), u_next = ctx.alloc(DType::f32, shape);
-    p1 = ctx.alloc(duals, shape), p1n = ctx.alloc(duals, shape), p2 = ctx.alloc(duals, shape), p2n = ctx.alloc(duals, shape);
-    for (Array* a : {&u, &u_next, &p1, &p2}) WEFT_CUDA_CHECK(cudaMemsetAsync(a->raw(), 0, a->bytes(), s));
+    for (Array* a : {&u, &u_next}) WEFT_CUDA_CHECK(cudaMemsetAsync(a->raw(), 0, a->bytes(), s));
+    if (!duals) return;
+    p1 = ctx.alloc(dual_type, shape), p1n = ctx.alloc(dual_type, shape), p2 = ctx.alloc(dual_type, shape),
+    p2n = ctx.alloc(dual_type, shape);
+    for (Array* a : {&p1, &p2}) WEFT_CUDA_CHECK(cudaMemsetAsync(a->raw(), 0, a->bytes(), s));
   }
+  [[nodiscard]] int held_rows() const { return static_cast<int>(rows.layout.total_rows()); }
   [[nodiscard]] int first() const { return static_cast<int>(rows.layout.first_row); }
   [[nodiscard]] int end() const { return static_cast<int>(rows.layout.first_row + rows.layout.rows); }
   [[nodiscard]] long held_first() const { return rows.layout.first_row - rows.layout.halo_before; }
@@ -122,6 +129,68 @@ template <class S> struct GpuStripLevel {
     if (rows.split) links.exchange(a, rows.layout);
   }
 };
+
+// Reads err[it] back every check_every iterations (as compute_cuda's host): true when the warp
+// has stopped. Every strip reads the same gathered sum: the same decision.
+inline bool warp_done(const float* err, int it, float stop_sum, int check_every, int iterations, cudaStream_t s) {
+  if (stop_sum <= 0 || (it + 1) % check_every != 0 || it + 1 >= iterations) return false;
+  float total = 0;
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(&total, err + it, sizeof(float), cudaMemcpyDeviceToHost, s));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  return total <= stop_sum;
+}
+
+// Horn–Schunck and CLG on a strip (compute_cuda's arithmetic; the CPU strip's structure,
+// src/split_cpu.hpp coupled_strip): each warp computes the data term and the tensor on every held
+// row and smooths it as an image of those rows (the owned rows' Gaussian taps clamp where the whole
+// level's do, halo >= its radius); then Jacobi steps on the owned rows, each followed by an
+// exchange of the flow and the error's gather. compute_cuda passes the stopping threshold to
+// these kernels even with epsilon 0 (an iteration after one of error 0 is skipped), so the error
+// is gathered then too.
+template <class S>
+void coupled_level(const S* i0, const S* i1, Pair_t<S>* g1, GpuStripLevel<S>* coarse, GpuStripLevel<S>& lv,
+                   const FlowParams& prm, StripLinks& links, const Slab& slab, DeviceBuffer<float>& err, float* kv,
+                   Array& gather_rows, int check_every, cudaStream_t s) {
+  const int w = lv.w, h = lv.h, first = lv.first(), end = lv.end(), held0 = static_cast<int>(lv.held_first());
+  const int held = lv.held_rows();
+  const std::size_t plane = static_cast<std::size_t>(held) * w;
+  gpu::launch_gradient_pairs<S>(i1, g1, w, h, s);
+  const float stop_sum = static_cast<float>(prm.epsilon * prm.epsilon * double(std::size_t(w) * h));
+  const gpu::Gauss1D blur = gpu::gaussian_weights(prm.method == Method::clg ? prm.rho : 0.0);
+  const float a = static_cast<float>((prm.alpha / 255.0) * (prm.alpha / 255.0));
+  DeviceBuffer<float> tensor(5 * plane, s), scratch(plane, s);
+  DeviceBuffer<S> js(5 * plane, s);
+  for (int warp = 0; warp < prm.warps; ++warp) {
+    if (warp == 0 && coarse) {  // the coarser level's flow upsampled (by the warp) on the owned rows
+      gpu::launch_warp<S>(i0, i1, g1, coarse->template global<float2>(coarse->u), coarse->w, coarse->h,
+                          lv.template global<float2>(lv.u_next), lv.global(lv.grad), lv.global(lv.rho_c), w, h, s,
+                          first, end);
+      std::swap(lv.u, lv.u_next);
+      lv.exchange(links, lv.u);
+    }
+    gpu::launch_warp<S>(i0, i1, g1, nullptr, 0, 0, lv.template global<float2>(lv.u), lv.global(lv.grad),
+                        lv.global(lv.rho_c), w, h, s, held0, held0 + held);
+    gpu::launch_tensor<S>(lv.grad.get(), lv.rho_c.get(), tensor.get(), w, held, s);
+    for (int c = 0; c < 5; ++c)
+      gpu::launch_gaussian<float, S>(blur, tensor.get() + c * plane, scratch.get(), js.get() + c * plane, w, held, s);
+    err.zero(prm.iterations);
+    for (int it = 0; it < prm.iterations; ++it) {
+      if (prm.median > 1 && it % prm.median_interval == 0) {
+        gpu::launch_median_flow(lv.template global<float2>(lv.u), lv.template global<float2>(lv.u_next), prm.median,
+                                err.get(), it, stop_sum, w, h, s, first, end);
+        std::swap(lv.u, lv.u_next);
+        lv.exchange(links, lv.u);
+      }
+      gpu::launch_jacobi<S>(a, stop_sum, lv.template global<float2>(lv.u), lv.template global<float2>(lv.u_next),
+                            js.get() - static_cast<long>(held0) * w, err.get(), it, w, h, s, first, end,
+                            static_cast<long>(plane));
+      std::swap(lv.u, lv.u_next);
+      lv.exchange(links, lv.u);
+      if (lv.rows.split) gather_error(links, slab, err.get(), it, gather_rows, kv, s);
+      if (warp_done(err.get(), it, stop_sum, check_every, prm.iterations, s)) break;
+    }
+  }
+}
 
 template <class S>
 Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Halo& halo, Context& ctx) {
@@ -138,10 +207,18 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
   DeviceBuffer<float> err(prm.iterations, s), kv(2 * static_cast<std::size_t>(slab.parts), s);
   Array gather_rows = ctx.alloc(DType::f32, Shape(sum_layout(slab.part, slab.parts).total_rows(), 2 * std::int64_t{slab.parts}));
   const int check_every = gpu::policy_for(90).check_every;
+  const bool tvl1 = prm.method == Method::tvl1;
+  const int level_halo = strip_halo(prm.method, prm.rho);
   std::unique_ptr<GpuStripLevel<S>> coarse;
   for (int k = levels - 1; k >= 0; --k) {
     const int w = pyr.lv[k].w, h = pyr.lv[k].h;
-    auto lv = std::make_unique<GpuStripLevel<S>>(w, h, height, slab, ctx, s);
+    auto lv = std::make_unique<GpuStripLevel<S>>(w, h, height, slab, ctx, s, tvl1, level_halo);
+    if (!tvl1) {
+      coupled_level(pyr.i0[k].get(), pyr.i1[k].get(), g1.get(), coarse.get(), *lv, prm, links, slab, err, kv.get(),
+                    gather_rows, check_every, s);
+      coarse = std::move(lv);
+      continue;
+    }
     const int first = lv->first(), end = lv->end();
     // The warp data of row `end` (the next strip's first) too: the iteration computes its new flow.
     const int warp_end = lv->rows.split && lv->rows.layout.halo_after > 0 ? end + 1 : end;
@@ -178,21 +255,24 @@ Array solve(const Array& frame0, const Array& frame1, const FlowParams& prm, Hal
         std::swap(lv->u, lv->u_next), std::swap(lv->p1, lv->p1n), std::swap(lv->p2, lv->p2n);
         for (const Array* a : {&lv->u, &lv->p1, &lv->p2}) lv->exchange(links, *a);
         if (stop_sum > 0 && lv->rows.split) gather_error(links, slab, err.get(), it, gather_rows, kv.get(), s);
-        if (stop_sum > 0 && (it + 1) % check_every == 0 && it + 1 < prm.iterations) {  // as compute_cuda's host
-          float total = 0;
-          WEFT_CUDA_CHECK(cudaMemcpyAsync(&total, err.get() + it, sizeof(float), cudaMemcpyDeviceToHost, s));
-          WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
-          if (total <= stop_sum) break;  // every strip reads the same sum: the same decision
-        }
+        if (warp_done(err.get(), it, stop_sum, check_every, prm.iterations, s)) break;
       }
     }
     coarse = std::move(lv);
   }
-  // Level 0's strip is the partition's slab (or the whole frame for one part): its flow rows.
-  if (coarse->rows.layout.total_rows() != slab.total_rows())
-    throw Error("flow split: level 0 of strip " + std::to_string(slab.part) + " holds " +
-                std::to_string(coarse->rows.layout.total_rows()) + " rows, its slab " + std::to_string(slab.total_rows()));
-  return coarse->u;
+  // Level 0 holds the partition's slab (more halo rows for CLG, or the whole frame when its strips
+  // are thinner than the halo): the slab's rows of its flow.
+  const Slab& held = coarse->rows.layout;
+  const std::int64_t y0 = slab.first_row - slab.halo_before, y1 = slab.first_row + slab.rows + slab.halo_after;
+  const std::int64_t h0 = held.first_row - held.halo_before;
+  if (y0 < h0 || y1 > h0 + held.total_rows())
+    throw Error("flow split: level 0 of strip " + std::to_string(slab.part) + " holds rows " + std::to_string(h0) + ".." +
+                std::to_string(h0 + held.total_rows()) + ", its slab " + std::to_string(y0) + ".." + std::to_string(y1));
+  if (y0 == h0 && y1 == h0 + held.total_rows()) return coarse->u;
+  Array out = ctx.alloc(DType::f32, Shape(y1 - y0, width, 2));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(out.raw(), static_cast<const float2*>(coarse->u.raw()) + (y0 - h0) * width,
+                                  out.bytes(), cudaMemcpyDeviceToDevice, s));
+  return out;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
-// TV-L1 of one frame pair computed in row strips (`weft flow --split`), CPU. Every strip holds
+// The flow of one frame pair computed in row strips (`weft flow --split`), CPU: TV-L1 (below),
+// Horn–Schunck and CLG (coupled_strip, after it). Every strip holds
 // both whole frames and builds both whole pyramids (the bicubic warp reads frame 1 anywhere);
 // the unknowns (flow u, duals p) and the warp's per-pixel data are held per strip and level, with
 // kStripHalo rows of each neighbour. The per-pixel arithmetic is the single-device solver's
@@ -40,29 +41,30 @@
 
 namespace weft::flow::detail {
 
-// The rows of one level a strip holds, and its state there: u1, u2, p11, p12, p21, p22, one row
-// of each per image row (so that one exchange carries them all).
+// The rows of one level a strip holds, and its state there: u1, u2 and, for TV-L1, p11, p12, p21,
+// p22, one row of each per image row (so that one exchange carries them all).
 template <class T> struct StripLevel {
-  static constexpr int kFields = 6;
+  int fields = 6;
   int w = 0, h = 0;
   bool split = false;
   Slab layout;  // owned rows and halo rows (the whole level when not split)
-  Array state;  // [held rows, kFields, w]
+  Array state;  // [held rows, fields, w]
 
-  StripLevel(int width, int height, std::int64_t h0, int part, int parts) : w(width), h(height) {
-    const StripRows rows = strip_rows(h0, height, part, parts);
+  StripLevel(int width, int height, std::int64_t h0, int part, int parts, int field_count = 6, int halo = kStripHalo)
+      : fields(field_count), w(width), h(height) {
+    const StripRows rows = strip_rows(h0, height, part, parts, halo);
     split = rows.split;
     layout = rows.layout;
-    state = Array::host(sizeof(T) == 4 ? DType::f32 : DType::f64, Shape(layout.total_rows(), kFields, width));
+    state = Array::host(sizeof(T) == 4 ? DType::f32 : DType::f64, Shape(layout.total_rows(), fields, width));
     std::fill(state.data<T>(), state.data<T>() + state.size(), T(0));
   }
   [[nodiscard]] int first() const { return static_cast<int>(layout.first_row); }
   [[nodiscard]] int end() const { return static_cast<int>(layout.first_row + layout.rows); }
   [[nodiscard]] int held_first() const { return static_cast<int>(layout.first_row - layout.halo_before); }
   [[nodiscard]] int held_end() const { return end() + static_cast<int>(layout.halo_after); }
-  // Element (field, global row y, x); rows of one field are kFields * w apart.
+  // Element (field, global row y, x); rows of one field are fields * w apart.
   [[nodiscard]] T* at(int field, int y, int x) const {
-    return state.data<T>() + (static_cast<long>(y - held_first()) * kFields + field) * w + x;
+    return state.data<T>() + (static_cast<long>(y - held_first()) * fields + field) * w + x;
   }
   [[nodiscard]] T get(int field, int y, int x) const { return *at(field, y, x); }
   void exchange(StripLinks& links) {
@@ -131,7 +133,7 @@ void tvl1_strip(const Plane<T>& i0, const Plane<T>& i1, StripLevel<T>& lv, Strip
   const Gradients<T> g = gradients(i0, i1, parallel);
   const T lt = T(prm.lambda * 255.0 * prm.theta), theta = T(prm.theta), taut = T(prm.tau / prm.theta);
   const T eps2 = T(prm.epsilon * prm.epsilon);
-  const long stride = static_cast<long>(StripLevel<T>::kFields) * w;
+  const long stride = static_cast<long>(lv.fields) * w;
   const int first = lv.first(), end = lv.end(), held0 = lv.held_first();
   const int primal_end = lv.split && lv.layout.halo_after > 0 ? end + 1 : end;  // one row of the next strip
   const std::size_t rows = static_cast<std::size_t>(lv.held_end() - held0);
@@ -189,23 +191,94 @@ void tvl1_strip(const Plane<T>& i0, const Plane<T>& i1, StripLevel<T>& lv, Strip
   }
 }
 
+// coupled_level() (Horn–Schunck: rho 0; CLG) on a strip of level `k` of the pyramids. At each warp
+// the strip computes the data term and structure tensor on every held row (the flow is valid
+// there after the last exchange) and smooths it as one image of those rows: a held window's edge
+// is the level's edge or `halo` >= the Gaussian's radius rows from the owned rows, so the owned
+// rows' taps clamp where the whole level's do and give its values. A Jacobi step reads the
+// neighbours' flow of the previous iteration (rows r0 - 1 and r1 held), writes the owned rows,
+// then one exchange; the error's sum as in tvl1_strip.
+template <class T>
+void coupled_strip(const Plane<T>& i0, const Plane<T>& i1, StripLevel<T>& lv, StripLinks& links, const FlowParams& prm,
+                   double rho, bool parallel) {
+  const int w = i0.w, h = i0.h;
+  const Gradients<T> g = gradients(i0, i1, parallel);
+  const T a = T((prm.alpha / 255.0) * (prm.alpha / 255.0)), eps2 = T(prm.epsilon * prm.epsilon);
+  const int first = lv.first(), end = lv.end(), held0 = lv.held_first(), rows = lv.held_end() - held0;
+  std::vector<T> next(static_cast<std::size_t>(std::max(end - first, 0)) * w * 2);
+  for (int warp_index = 0; warp_index < prm.warps; ++warp_index) {
+    Plane<T> j11(w, rows), j12(w, rows), j22(w, rows), j13(w, rows), j23(w, rows);
+#pragma omp parallel for if (parallel)
+    for (int y = held0; y < held0 + rows; ++y)
+      for (int x = 0; x < w; ++x) {  // warp() then the tensor, as coupled_level
+        const T u = lv.get(kU1, y, x), v = lv.get(kU2, y, x);
+        const T sx = T(x) + u, sy = T(y) + v;
+        const T i1w = device::bicubic<T>(i1.v.data(), w, h, sx, sy);
+        const T ix = device::warped_gradient<T>(device::bicubic<T>(g.x1.v.data(), w, h, sx, sy), g.x0(y, x));
+        const T iy = device::warped_gradient<T>(device::bicubic<T>(g.y1.v.data(), w, h, sx, sy), g.y0(y, x));
+        const T it = i1w - i0(y, x) - ix * u - iy * v;
+        const int r = y - held0;
+        j11(r, x) = ix * ix, j12(r, x) = ix * iy, j22(r, x) = iy * iy, j13(r, x) = ix * it, j23(r, x) = iy * it;
+      }
+    if (rho > 0) {
+      j11 = gaussian(j11, rho, parallel), j12 = gaussian(j12, rho, parallel), j22 = gaussian(j22, rho, parallel);
+      j13 = gaussian(j13, rho, parallel), j23 = gaussian(j23, rho, parallel);
+    }
+    T error = eps2 + 1;
+    for (int n = 0; n < prm.iterations && error > eps2; ++n) {
+      if (n % prm.median_interval == 0 && prm.median > 1) {
+        strip_median(lv, prm.median, parallel);
+        lv.exchange(links);
+      }
+      double err = 0;
+#pragma omp parallel for if (parallel) reduction(+ : err)
+      for (int y = first; y < end; ++y)
+        for (int x = 0; x < w; ++x) {
+          T su = 0, sv = 0, cnt = 0;
+          const int nx[4] = {x - 1, x + 1, x, x}, ny[4] = {y, y, y - 1, y + 1};
+          for (int k = 0; k < 4; ++k)
+            if (nx[k] >= 0 && nx[k] < w && ny[k] >= 0 && ny[k] < h)
+              su += lv.get(kU1, ny[k], nx[k]), sv += lv.get(kU2, ny[k], nx[k]), cnt += 1;
+          const int r = y - held0;
+          T nu, nv;
+          device::coupled_jacobi<T>(cnt, a, su, sv, j11(r, x), j12(r, x), j22(r, x), j13(r, x), j23(r, x), nu, nv);
+          const T u = lv.get(kU1, y, x), v = lv.get(kU2, y, x);
+          err += double((nu - u) * (nu - u) + (nv - v) * (nv - v));
+          const std::size_t o = (static_cast<std::size_t>(y - first) * w + x) * 2;
+          next[o] = nu, next[o + 1] = nv;
+        }
+      for (int y = first; y < end; ++y)
+        for (int x = 0; x < w; ++x) {
+          const std::size_t o = (static_cast<std::size_t>(y - first) * w + x) * 2;
+          *lv.at(kU1, y, x) = next[o], *lv.at(kU2, y, x) = next[o + 1];
+        }
+      lv.exchange(links);
+      error = T((lv.split ? links.sum(err) : err) / double(i0.size()));
+    }
+  }
+}
+
 // solve() for the strip `part` of `parts`: the flow of the level-0 rows [first_row - halo_before,
 // first_row + rows + halo_after) of the partition's slab `slab` (halo rows as exchanged last).
 template <class T>
 Flow<T> solve_strip(Plane<T> i0, Plane<T> i1, const FlowParams& prm, const Slab& slab, StripLinks& links, bool parallel) {
-  if (prm.method != Method::tvl1) throw ConfigError("flow split: only --method tvl1 can be split");
   const auto [p0, p1] = pyramids(std::move(i0), std::move(i1), prm, parallel);
   const int levels = static_cast<int>(p0.size());
   const std::int64_t h0 = p0[0].h;
+  const bool tvl1 = prm.method == Method::tvl1;
+  const int halo = strip_halo(prm.method, prm.rho);
   std::unique_ptr<StripLevel<T>> coarse;
   for (int s = levels - 1; s >= 0; --s) {
-    auto lv = std::make_unique<StripLevel<T>>(p0[s].w, p0[s].h, h0, slab.part, slab.parts);
+    auto lv = std::make_unique<StripLevel<T>>(p0[s].w, p0[s].h, h0, slab.part, slab.parts, tvl1 ? 6 : 2, halo);
     upsample_into(*lv, coarse.get(), links, parallel);
-    tvl1_strip(p0[s], p1[s], *lv, links, prm, parallel);
+    if (tvl1)
+      tvl1_strip(p0[s], p1[s], *lv, links, prm, parallel);
+    else
+      coupled_strip(p0[s], p1[s], *lv, links, prm, prm.method == Method::clg ? prm.rho : 0.0, parallel);
     coarse = std::move(lv);
   }
-  // Level 0 is split like the partition (its strips have kStripHalo rows or more: the split
-  // refuses thinner slabs), or whole when the partition has one part.
+  // Level 0 is split like the partition when its strips have `halo` rows or more (the split
+  // refuses slabs thinner than kStripHalo), else whole: either way it holds the slab's rows.
   const StripLevel<T>& lv = *coarse;
   const int y0 = static_cast<int>(slab.first_row - slab.halo_before), y1 = static_cast<int>(slab.first_row + slab.rows + slab.halo_after);
   if (y0 < lv.held_first() || y1 > lv.held_end())

@@ -33,9 +33,6 @@ class HaloStripLinks final : public detail::StripLinks {
 
 FlowStrip::FlowStrip(std::string name, FlowParams params) : SlabTask(std::move(name)), params_(params) {
   validate(params_);
-  if (params_.method != Method::tvl1)
-    throw ConfigError("flow split: --method " + std::string(method_name(params_.method)) +
-                      " cannot be split (--split supports tvl1)");
 }
 
 void FlowStrip::run_slab(Context& ctx, Halo& halo) {

@@ -14,10 +14,10 @@
 
 namespace weft::flow {
 
-/// One row strip of a split flow (TV-L1; CPU, or CUDA with the arithmetic of compute_cuda's
-/// one-iteration-per-launch path, fp32 or fp16). Takes its slab of frame 0 on `in` (only where it
-/// lies is used) and both whole frames on frame0 / frame1 (the warp reads frame 1 anywhere); puts
-/// the flow of its slab's rows, f32 [slab rows, W, 2], on `out`.
+/// One row strip of a split flow (hs, tvl1, clg; CPU, or CUDA with compute_cuda's arithmetic:
+/// for TV-L1 its one-iteration-per-launch path, fp32 or fp16). Takes its slab of frame 0 on `in`
+/// (only where it lies is used) and both whole frames on frame0 / frame1 (the warp reads frame 1
+/// anywhere); puts the flow of its slab's rows, f32 [slab rows, W, 2], on `out`.
 class FlowStrip : public SlabTask {
  public:
   FlowStrip(std::string name, FlowParams params);
@@ -40,11 +40,12 @@ struct SplitFlow {
 };
 
 /// Rows of the neighbours each strip holds (the partition's halo width): frames need at least
-/// this many rows per strip.
+/// this many rows per strip. (CLG's strips hold ceil(3 rho) rows on every level; a level thinner
+/// than that is computed whole by every strip.)
 [[nodiscard]] int split_halo_rows() noexcept;
 
 /// Adds `parts` strips "<name>.<i>" between "<name>.split" and "<name>.join". Throws ConfigError
-/// for a method that cannot be split (hs, clg), fewer than one part or bad parameters.
+/// for fewer than one part or bad parameters.
 [[nodiscard]] SplitFlow add_split_flow(Graph& g, const std::string& name, int parts, const FlowParams& params);
 
 /// Connects a frame pair: frame0 to the split and to every strip, frame1 to every strip.

@@ -27,6 +27,7 @@
 
 #include "common/mpi_main.hpp"
 #include "flow_test_util.hpp"
+#include "split_graph_util.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/flow/flow.hpp"
 #include "weft/tasks/flow/split.hpp"
@@ -39,33 +40,8 @@ namespace ft = weft::flow::test;
 
 namespace {
 
-class PairOnce final : public Task {
- public:
-  PairOnce(Array a, Array b) : Task("frames"), a_(std::move(a)), b_(std::move(b)) {}
-  Out<Array> frame0 = output<Array>("frame0", std::nullopt, 2);
-  Out<Array> frame1 = output<Array>("frame1", std::nullopt, 2);
-  void run(Context& ctx) override {
-    if (ctx.index() > 0) return ctx.end_stream();
-    ctx.put(frame0, a_);
-    ctx.put(frame1, b_);
-  }
-
- private:
-  Array a_, b_;
-};
-
-class Keep final : public Task {
- public:
-  explicit Keep(std::shared_ptr<std::vector<Array>> seen) : Task("sink"), seen_(std::move(seen)) {}
-  In<Array> flow = input<Array>("flow", DType::f32, 3);
-  void run(Context& ctx) override {
-    const Array f = ctx.take(flow);
-    seen_->push_back(f.memory().is_host() ? f : f.to_host());
-  }
-
- private:
-  std::shared_ptr<std::vector<Array>> seen_;
-};
+using ft::Keep;
+using ft::PairOnce;
 
 bool have_gpus() { return env->cluster().gpu_count() > 0; }
 

@@ -221,8 +221,24 @@ struct RemoteLinks::Impl {
         int flag = 0;
         if (!op.done && op.request != MPI_REQUEST_NULL) {
           const double t0 = trace ? trace->now_us() : 0;
-          MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
+          MPI_Status status;
+          const int rc = MPI_Test(&op.request, &flag, &status);
           if (trace) timed("MPI_Test", op.tag, t0);
+          // Every receive here expects an exact size: a larger message (MPI_ERR_TRUNCATE, returned
+          // under MPI_ERRORS_RETURN) or a smaller one means the two ranks disagree about what is
+          // sent (say, halo widths); it stops the run rather than leaving rows unwritten.
+          int count = 0;
+          if (rc != MPI_SUCCESS) {
+            fail_local(std::make_exception_ptr(MpiError("MPI_Test failed on the progress thread (rank " +
+                                                        std::to_string(op.peer) + ", tag " + std::to_string(op.tag) +
+                                                        ")", rc)));
+            op.done = true;
+          } else if (flag && !op.send && MPI_Get_count(&status, MPI_BYTE, &count) == MPI_SUCCESS &&
+                     static_cast<std::size_t>(count) != op.bytes) {
+            fail_local(std::make_exception_ptr(Error("received " + std::to_string(count) + " bytes from rank " +
+                                                     std::to_string(op.peer) + " (tag " + std::to_string(op.tag) +
+                                                     ") where " + std::to_string(op.bytes) + " were expected")));
+          }
         }
         if (flag || op.done) {
           if (debug) std::fprintf(stderr, "[r%d run%d] done %s peer %d tag %d\n", rank, run, op.send ? "send" : "recv", op.peer, op.tag);

@@ -104,7 +104,10 @@ TEST(Distributed, MergedTraceHoldsEveryRank) {
   std::set<int> pids;
   std::set<std::uint64_t> sent, received;
   for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] != "X") continue;
+    // Slow MPI calls of a progress thread ("mpi") are recorded on every rank, idle ones too (one
+    // showed up on an oversubscribed 2-core machine under -n 4): the tasks' and edges' spans are
+    // on rank 0 and the last rank only.
+    if (e["ph"] != "X" || e["cat"] == "mpi") continue;
     pids.insert(e["pid"].get<int>());
     if (e["cat"] == "send") sent.insert(e["args"]["token"].get<std::uint64_t>());
     if (e["cat"] == "recv") received.insert(e["args"]["token"].get<std::uint64_t>());

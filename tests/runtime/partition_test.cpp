@@ -360,27 +360,46 @@ TEST(Partition, ExchangesArraysOfAnotherLayoutThanTheSlab) {
   }
 }
 
-TEST(Partition, ExchangesOfDifferentWidthsAreAnError) {
-  struct Mismatch final : SlabTask {
-    using SlabTask::SlabTask;
-    void run_slab(Context& ctx, Halo& halo) override {
-      Array slab = ctx.take(in);
-      const Slab& s = halo.slab();
-      const std::int64_t w = s.part == 0 ? 1 : 2;  // part 0 sends 1 row, part 1 expects 2
-      Slab layout{s.part, s.parts, s.first_row, s.rows, s.part > 0 ? w : 0, s.part + 1 < s.parts ? w : 0, s.global_rows};
-      Array a = Array::host(DType::f32, Shape(layout.total_rows(), 4));
-      halo.exchange(a, layout);
-      ctx.put(out, std::move(slab));
-    }
-  };
+namespace {
+// Part 0 sends and expects 1 row, part 1 2 rows: a definition error the halo must report.
+struct Mismatch final : SlabTask {
+  using SlabTask::SlabTask;
+  void run_slab(Context& ctx, Halo& halo) override {
+    Array slab = ctx.take(in);
+    const Slab& s = halo.slab();
+    const std::int64_t w = s.part == 0 ? 1 : 2;  // part 0 sends 1 row, part 1 expects 2
+    Slab layout{s.part, s.parts, s.first_row, s.rows, s.part > 0 ? w : 0, s.part + 1 < s.parts ? w : 0, s.global_rows};
+    Array a = Array::host(DType::f32, Shape(layout.total_rows(), 4));
+    halo.exchange(a, layout);
+    ctx.put(out, std::move(slab));
+  }
+};
+
+Graph mismatch_graph() {
   Graph g;
   auto& src = g.add<test::VolumeSource>("source", 1, Shape(10, 4));
   Partition p = g.add_partition("w", 2, [](int i) { return std::make_unique<Mismatch>("w." + std::to_string(i), DType::f32); });
   auto& sink = g.add<tasks::Collect>("sink", std::make_shared<tasks::Collect::Record>(), false);
   g.connect(src.out, p.in());
   g.connect(p.out(), sink.in);
+  return g;
+}
+}  // namespace
+
+TEST(Partition, ExchangesOfDifferentWidthsAreAnError) {
+  Graph g = mismatch_graph();
   Mapping m;
   for (const auto& t : g.tasks()) m.set(t->name(), Place::host(0));  // one process: the mailbox checks the width
   Executor ex;
   EXPECT_THROW(ex.run(g, m).wait(), Error);
+}
+
+TEST(Partition, ExchangesOfDifferentWidthsBetweenRanksAreAnErrorOnEveryRank) {
+  if (env->size() < 2) GTEST_SKIP() << "needs two ranks";
+  Graph g = mismatch_graph();
+  Mapping m;
+  for (const auto& t : g.tasks()) m.set(t->name(), Place::host(0));
+  m.set("w.1", Place::host(1));  // the rows cross ranks: the receive's size is checked
+  Executor ex;
+  EXPECT_THROW(ex.run(g, m).wait(), Error) << "rank " << env->rank();
 }

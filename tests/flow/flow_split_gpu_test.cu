@@ -40,9 +40,6 @@ namespace ft = weft::flow::test;
 
 namespace {
 
-using ft::Keep;
-using ft::PairOnce;
-
 bool have_gpus() { return env->cluster().gpu_count() > 0; }
 
 Array one_gpu(const Array& a, const Array& b, const FlowParams& p) {
@@ -57,22 +54,7 @@ Array one_gpu(const Array& a, const Array& b, const FlowParams& p) {
 
 // The split flow over `parts` strips on the GPUs (round-robin over spread_places), on rank 0.
 Array split_flow(const Array& f0, const Array& f1, const FlowParams& params, int parts) {
-  Graph g;
-  auto& src = g.add<PairOnce>(f0, f1);
-  SplitFlow split = add_split_flow(g, "flow", parts, params);
-  connect_split_flow(g, split, src.frame0, src.frame1);
-  auto seen = std::make_shared<std::vector<Array>>();
-  auto& sink = g.add<Keep>(seen);
-  g.connect(split.partition.out(), sink.flow);
-  const std::vector<Place> gpus = spread_places(env->cluster(), DeviceChoice::gpu);
-  Mapping m;
-  for (const auto& t : g.tasks()) m.set(t->name(), Place::host(0));
-  for (int i = 0; i < parts; ++i) m.set(split.strips[i]->name(), gpus[static_cast<std::size_t>(i) % gpus.size()]);
-  Executor ex({.channel_capacity = 2});
-  ex.run(g, m).wait();
-  if (env->rank() != 0) return {};
-  EXPECT_EQ(seen->size(), 1u);
-  return seen->empty() ? Array() : seen->front();
+  return ft::split_flow(f0, f1, params, parts, spread_places(env->cluster(), DeviceChoice::gpu));
 }
 
 FlowParams small(Precision prec, double epsilon, Method method = Method::tvl1) {

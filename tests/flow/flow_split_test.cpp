@@ -24,9 +24,6 @@ namespace ft = weft::flow::test;
 
 namespace {
 
-using ft::Keep;
-using ft::PairOnce;
-
 // Few iterations: the test is about the split, not convergence (the median filter still runs,
 // at each warp's start and every 7 iterations, and the stopping test with epsilon 0.01 ends warps
 // early on the coarse levels).
@@ -40,21 +37,9 @@ FlowParams quick(Method method = Method::tvl1) {
 
 // The split flow over `parts` strips (strip i on rank i mod ranks), on rank 0; empty elsewhere.
 Array split_flow(const Array& f0, const Array& f1, const FlowParams& params, int parts) {
-  Graph g;
-  auto& src = g.add<PairOnce>(f0, f1);
-  SplitFlow split = add_split_flow(g, "flow", parts, params);
-  connect_split_flow(g, split, src.frame0, src.frame1);
-  auto seen = std::make_shared<std::vector<Array>>();
-  auto& sink = g.add<Keep>(seen);
-  g.connect(split.partition.out(), sink.flow);
-  Mapping m;
-  for (const auto& t : g.tasks()) m.set(t->name(), Place::host(0));
-  for (int i = 0; i < parts; ++i) m.set(split.strips[i]->name(), Place::host(i % env->size()));
-  Executor ex({.channel_capacity = 2});
-  ex.run(g, m).wait();
-  if (env->rank() != 0) return {};
-  EXPECT_EQ(seen->size(), 1u);
-  return seen->empty() ? Array() : seen->front();
+  std::vector<Place> ranks;
+  for (int r = 0; r < env->size(); ++r) ranks.push_back(Place::host(r));
+  return ft::split_flow(f0, f1, params, parts, ranks);
 }
 
 // `motion`: how far the mean interior flow may be from the frames' translation (1.4, -0.6).

@@ -1,7 +1,10 @@
-// GPU tasks on two ranks (labels gpu, mpi): NCCL between distinct GPUs, the MPI fallback where the
-// ranks share one GPU. Skips without a GPU on every rank.
+// GPU tasks on two ranks (labels gpu, mpi): NCCL between distinct GPUs, CUDA IPC where NCCL does
+// not apply between ranks of one host (the ranks share one GPU, or the edges form a loop of ranks),
+// host staging over MPI with WEFT_PEER_IPC=0. Skips without a GPU on every rank.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,8 +39,8 @@ TEST(DistributedGpu, ChainOverTwoRanksGpusIsCompleteOrderedAndExact) {
     RunHandle run = ex.run(g, m);
     run.wait();
     if (env->rank() == 0)
-      std::printf("overlap %s: %d edge(s) through NCCL, %.3f s\n", overlap ? "on" : "off", run.stats().nccl_edges,
-                  run.stats().seconds);
+      std::printf("overlap %s: %d edge(s) through NCCL, %d through CUDA IPC, %.3f s\n", overlap ? "on" : "off",
+                  run.stats().nccl_edges, run.stats().peer_edges, run.stats().seconds);
     if (env->rank() != last) continue;
     ASSERT_EQ(rec->indices.size(), kTokens);
     for (std::uint64_t k = 0; k < kTokens; ++k) {
@@ -139,8 +142,9 @@ TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
     ++gpu_spans[e["cat"].get<std::string>()];
   }
   // Kernels of a and b, the copies in (rank 0) and out (last rank), and the transfer between the
-  // ranks: through NCCL, or (ranks sharing one GPU, or no NCCL) staged by a copy to the host on
-  // rank 0 and a copy to the GPU on the last rank.
+  // ranks: through NCCL, or (ranks sharing one GPU, or no NCCL) a copy into a CUDA IPC buffer on
+  // rank 0 and one out of it on the last rank (with WEFT_PEER_IPC=0: a copy to the host on rank 0
+  // and one to the GPU on the last rank).
   EXPECT_EQ(gpu_spans["gpu"], static_cast<int>(2 * kTokens));
   const int staged = run.stats().nccl_edges > 0 ? 0 : 2;
   EXPECT_EQ(gpu_spans["copy"], static_cast<int>((2 + staged) * kTokens));
@@ -148,4 +152,61 @@ TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
     EXPECT_EQ(gpu_spans["send"], static_cast<int>(kTokens));
     EXPECT_EQ(gpu_spans["recv"], static_cast<int>(kTokens));
   }
+}
+
+// A loop of ranks (a: rank 0's GPU -> b: the last rank's GPU -> c: rank 0's GPU) and a GPU task
+// feeding a CPU task of another rank (c -> sink): NCCL cannot carry the loop, CUDA IPC carries
+// every edge between ranks of one host (the arrays of c -> sink land in host memory). The same
+// results with WEFT_PEER_IPC=0 (host staging over MPI).
+TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
+  for (const auto& r : env->cluster().ranks)
+    if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";
+  if (env->size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr std::uint64_t kTokens = 1500;
+  constexpr std::int64_t kLength = 3 * 4096 + 7;
+  const int last = env->size() - 1;
+  const int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
+  const bool one_host = env->cluster().ranks.front().host == env->cluster().ranks[last].host;
+  for (const char* ipc : {"1", "0"}) {
+    setenv("WEFT_PEER_IPC", ipc, 1);
+    auto rec = std::make_shared<tasks::Collect::Record>();
+    Graph g;
+    auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
+    auto& a = g.add<tasks::Affine>("a", 2.0f, 1.0f);
+    auto& b = g.add<tasks::Affine>("b", 0.5f, -3.0f);
+    auto& c = g.add<tasks::Affine>("c", -1.5f, 0.25f);
+    auto& sink = g.add<tasks::Collect>("sink", rec);
+    g.connect(src.out, a.in);
+    g.connect(a.out, b.in);
+    g.connect(b.out, c.in);
+    g.connect(c.out, sink.in);
+    Mapping m;
+    m.set("source", Place::host(0));
+    m.set("a", Place::cuda(0, 0));
+    m.set("b", Place::cuda(second_gpu, last));
+    m.set("c", Place::cuda(0, 0));
+    m.set("sink", Place::host(last));
+    Executor ex({.channel_capacity = 2});
+    RunHandle run = ex.run(g, m);
+    run.wait();
+    if (env->rank() == 0)
+      std::printf("WEFT_PEER_IPC=%s: %d edge(s) through NCCL, %d through CUDA IPC, %.3f s\n", ipc,
+                  run.stats().nccl_edges, run.stats().peer_edges, run.stats().seconds);
+    EXPECT_EQ(run.stats().nccl_edges, 0) << "a loop of ranks never goes through NCCL";
+    EXPECT_EQ(run.stats().peer_edges, one_host && std::string(ipc) == "1" ? 3 : 0);
+    if (env->rank() == last) {
+      ASSERT_EQ(rec->indices.size(), kTokens);
+      for (std::uint64_t k = 0; k < kTokens; ++k) {
+        ASSERT_EQ(rec->indices[k], k);
+        ASSERT_EQ(rec->arrays[k].size(), static_cast<std::size_t>(kLength));
+        for (std::int64_t i = 0; i < kLength; i += 257) {
+          const float x = std::fma(0.5f, std::fma(2.0f, tasks::ArraySource::value(k, i, kLength), 1.0f), -3.0f);
+          ASSERT_EQ(rec->arrays[k][i], std::fma(-1.5f, x, 0.25f)) << "token " << k << ", element " << i;
+        }
+        ASSERT_EQ(rec->arrays[k][kLength - 1],
+                  std::fma(-1.5f, std::fma(0.5f, std::fma(2.0f, tasks::ArraySource::value(k, kLength - 1, kLength), 1.0f), -3.0f), 0.25f));
+      }
+    }
+  }
+  unsetenv("WEFT_PEER_IPC");
 }

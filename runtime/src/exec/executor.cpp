@@ -32,6 +32,7 @@
 #include "exec/state_transfer.hpp"
 #include "exec/stream_timer.hpp"
 #include "transport/nccl.hpp"
+#include "transport/peer.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -102,6 +103,7 @@ struct RunHandle::State {
   std::exception_ptr error;
   std::atomic<bool> cancelled{false};
   int nccl_edges = 0;
+  int peer_edges = 0;
 
   void fail(std::exception_ptr e, const Node* node) {
     {
@@ -582,6 +584,13 @@ void drive(State& run, Node& node) {
 // (Sending the way back of a cycle through MPI instead of giving up NCCL hung the migration GPU
 // test at 615908a; not understood yet.) Several edges between two ranks keep one order of sends
 // and receives (remote.cpp, NcclOrder).
+// Whether a vertex's arrays are on its GPU: a computing task's, or those a migratable task's
+// router or merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when
+// it is sent goes through the host (remote.cpp checks each one).
+bool arrays_on_gpu(const detail::Vertex& v) {
+  return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
+}
+
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -602,13 +611,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const detail::Vertex& to = plan.vertices[plan.links[i].to];
     Place a = from.place, b = to.place;
     if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
-    // Arrays on the GPU of each end: a computing task's, or those a migratable task's router or
-    // merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when it is
-    // sent goes through the host (remote.cpp checks each one).
-    auto on_gpu = [](const detail::Vertex& v) {
-      return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
-    };
-    if (!on_gpu(from) || !on_gpu(to)) continue;
+    if (!arrays_on_gpu(from) || !arrays_on_gpu(to)) continue;
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
@@ -653,6 +656,36 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     if (device_of_rank[r] < 0) return {};
   }
   return chosen;
+}
+
+// How cross-rank link `link` carries device arrays, as seen from `rank` (either end). Where NCCL
+// does not carry it, CUDA IPC does (transport/peer.hpp) between two ranks of one host when the
+// producer leaves arrays on a GPU and the receiving rank has a GPU to read them with: no host
+// staging, no MPI payload, and, unlike NCCL, nothing to match between the ranks, so loops of ranks
+// (a farm's items out and results back) qualify. The arrays land on the consumer's GPU, or in
+// pinned host memory for a CPU consumer. WEFT_PEER_IPC=0 turns it off.
+detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl,
+                                     int rank) {
+  detail::EdgeTransport how;
+  how.nccl = nccl;
+  const detail::Vertex& from = plan.vertices[plan.links[link].from];
+  const detail::Vertex& to = plan.vertices[plan.links[link].to];
+  const Place a = from.place, b = to.place;
+  if (nccl || !detail::peer_ipc_enabled() || a.rank == b.rank || !a.is_gpu() || !arrays_on_gpu(from)) return how;
+  const RankInfo& sender = cluster.ranks.at(a.rank);
+  const RankInfo& receiver = cluster.ranks.at(b.rank);
+  if (sender.host != receiver.host || receiver.gpus.empty()) return how;
+  how.peer = true;
+  if (rank != b.rank) return how;
+  if (b.is_gpu() && arrays_on_gpu(to)) {
+    how.destination = Memory::on_device(b.device);
+  } else {  // read into host memory through this rank's view of the sender's GPU, where it has one
+    how.destination = Memory::on_host();
+    const std::string& uuid = sender.gpus.at(a.device).uuid;
+    for (const GpuInfo& g : receiver.gpus)
+      if (g.uuid == uuid) how.open_device = g.index;
+  }
+  return how;
 }
 
 // Rank 0 follows the control file (`weft ctl` appends one command per line): "migrate TASK PLACE",
@@ -870,6 +903,9 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     run.nccl_edges = static_cast<int>(nccl_edges.size());
     if (!nccl_edges.empty())
       detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank]);
+    for (std::size_t id = 0; id < plan.links.size(); ++id)
+      if (edge_transport(plan, env->cluster(), id, nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0, run.rank).peer)
+        ++run.peer_edges;
   }
   const bool distributed = env && env->distributed() && env->size() > 1;
   if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
@@ -931,9 +967,10 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
         ch->on_push([arrivals, port = l.to_port] { arrivals->arrived(port); });
     if (!from || !to) {
       int other = plan.vertices[from ? l.to : l.from].place.rank;
-      bool nccl = nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0;
-      if (from) run.remote->add_sender(static_cast<int>(id), ch, other, nccl);
-      else run.remote->add_receiver(static_cast<int>(id), ch, other, nccl);
+      const bool nccl = nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0;
+      const detail::EdgeTransport how = edge_transport(plan, env->cluster(), id, nccl, run.rank);
+      if (from) run.remote->add_sender(static_cast<int>(id), ch, other, how);
+      else run.remote->add_receiver(static_cast<int>(id), ch, other, how);
     }
   }
   if (!graph.partitions().empty())  // slab tasks are plain vertices (never migratable)
@@ -1057,6 +1094,7 @@ RunStats RunHandle::stats() const {
   if (!state_) return s;
   s.seconds = state_->seconds;
   s.nccl_edges = state_->nccl_edges;
+  s.peer_edges = state_->peer_edges;
   for (const auto& g : state_->migrations->groups())
     if (g->router_rank() == state_->rank) s.migrations += g->moves();
   {

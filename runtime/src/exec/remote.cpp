@@ -16,6 +16,7 @@
 
 #include "data/buffer.hpp"
 #include "transport/nccl.hpp"
+#include "transport/peer.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -56,6 +57,9 @@ struct Header {
   std::uint64_t bytes = 0;
   std::int32_t nccl = 0;  // payload follows through NCCL, device to device
   std::int32_t marker = 0;  // Token::marker (migration)
+  std::int32_t peer = 0;    // payload waits in the sender's GPU memory: `ticket` opens it (CUDA IPC)
+  std::int32_t pad = 0;
+  PeerTicket ticket;
 };
 
 // NCCL matches the sends and receives between two ranks in the order each side issued them. A
@@ -129,6 +133,9 @@ struct RemoteLinks::Impl {
     std::map<int, std::deque<std::pair<Array, std::shared_ptr<Event>>>> edges;
   };
   std::map<int, std::shared_ptr<NcclInbox>> nccl_inboxes;
+  // CUDA IPC buffers of this rank's sending edges: freed with the links, after the closing
+  // agreement of the run, when every receiver has closed its handles.
+  std::vector<std::shared_ptr<PeerExporter>> exporters;
 
   std::shared_ptr<Op> submit(bool send, void* buffer, std::size_t bytes, int peer, int tag, std::shared_ptr<void> keep = {}) {
     auto op = std::make_shared<Op>();
@@ -365,17 +372,30 @@ void RemoteLinks::set_trace(TraceRecorder* trace) {
   if (impl_->trace) impl_->trace->name_lane(progress_lane(), "MPI progress thread (slow calls)");
 }
 
-void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
+void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTransport& how) {
   Impl* impl = impl_.get();
   const int lane = link_lane(id, false);
+  const bool nccl = how.nccl;
   if (impl->trace) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": send to rank " + std::to_string(to));
     impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) +
-                                               (nccl ? ": NCCL send (GPU)" : ": staging copies (GPU)"));
+                                               (nccl       ? ": NCCL send (GPU)"
+                                                : how.peer ? ": copies into CUDA IPC buffers (GPU)"
+                                                           : ": staging copies (GPU)"));
   }
   int capacity = impl->options.channel_capacity;
   if (nccl) ++impl->nccl_senders[to];
-  impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane] {
+  // CUDA IPC: a ring of capacity + 1 buffers. Token k of the edge (counting every token, each of
+  // which takes a credit) is sent once the receiver granted k + 1 credits, capacity of them at the
+  // start and one per token it delivered, which it does only after its copy out of the token's
+  // buffer completed: tokens 0 .. k - capacity are out of their buffers, and the buffer written
+  // for token k was last used by an array token at least capacity + 1 tokens earlier.
+  std::shared_ptr<PeerExporter> exporter;
+  if (how.peer) {
+    exporter = std::make_shared<PeerExporter>(capacity + 1);
+    impl->exporters.push_back(exporter);
+  }
+  impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane, exporter] {
     try {
       int credits = 0;
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
@@ -415,6 +435,20 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
           for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
           header->nccl = 1;
           direct = *a;
+        } else if (auto* a = std::get_if<Array>(&t.value); a && exporter && !a->memory().is_host()) {
+          header->dtype = static_cast<int>(a->dtype());
+          header->ndim = a->shape().ndim();
+          for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
+          header->peer = 1;
+          GpuInterval interval;
+          const double c0 = impl->trace ? impl->trace->now_us() : 0;
+          header->ticket = exporter->stage(*a, t.ready.get(), impl->trace ? &interval : nullptr);
+          if (impl->trace) {
+            impl->trace->add({"copy into CUDA IPC buffer for rank " + std::to_string(to), "copy", lane, t.index, c0,
+                              impl->trace->now_us() - c0});
+            impl->trace->add_gpu({"copy into CUDA IPC buffer for rank " + std::to_string(to), "copy", gpu_lane(lane),
+                                  t.index, interval});
+          }
         } else if (auto* a = std::get_if<Array>(&t.value)) {
           Array host = *a;
           if (!a->memory().is_host()) {  // staged through the host: MPI carries host memory
@@ -520,14 +554,18 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, bool nccl) {
   });
 }
 
-void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
+void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransport& how) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
-  // the header says how each payload travels; `nccl` only names the trace lane
+  // the header says how each payload travels; `how` names the trace lane and where CUDA IPC
+  // arrays land
+  const bool nccl = how.nccl;
   const int lane = link_lane(id, true);
   if (impl->trace) {
     impl->trace->name_lane(lane, "edge " + std::to_string(id) + ": receive from rank " + std::to_string(from));
     if (nccl) impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": NCCL receive (GPU)");
+    if (how.peer)
+      impl->trace->name_lane(gpu_lane(lane), "edge " + std::to_string(id) + ": copies out of CUDA IPC buffers (GPU)");
   }
   std::shared_ptr<Impl::NcclInbox> inbox;
   if (nccl) {
@@ -561,8 +599,12 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
     inbox = box;
     (void)inbox->edges[id];  // made before the threads start
   }
-  impl->bodies.push_back([impl, sink, from, id, capacity, lane, inbox] {
+  impl->bodies.push_back([impl, sink, from, id, capacity, lane, inbox, how] {
     try {
+      // Closes the sender's buffers when this thread ends (before the run's closing agreement,
+      // after which the sender frees them).
+      std::unique_ptr<PeerImporter> importer;
+      std::shared_ptr<Event> copied;  // the last token's copy out of a buffer: done before its credit
       auto grant = [&](int n) {
         auto c = std::make_shared<std::int32_t>(n);
         impl->submit(true, c.get(), sizeof(std::int32_t), from, edge_tag_in(impl->run, id, 2), c);
@@ -583,7 +625,24 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         if (!t.end) {
           if (h.kind == 1) {
             Shape shape = shape_from(h.ndim, h.dims, "token header");
-            if (h.nccl) {  // received by the peer's NCCL thread, in its order
+            if (h.peer) {  // in the sender's GPU memory: copied out here (CUDA IPC)
+              if (!how.peer) throw Error("internal: a CUDA IPC token on edge " + std::to_string(id) + ", not a peer edge");
+              if (!importer) importer = std::make_unique<PeerImporter>();
+              GpuInterval interval;
+              std::shared_ptr<Event> done;
+              const double c0 = impl->trace ? impl->trace->now_us() : 0;
+              Array a = importer->fetch(h.ticket, static_cast<DType>(h.dtype), shape, how.destination, how.open_device,
+                                        done, impl->trace ? &interval : nullptr);
+              if (impl->trace) {
+                impl->trace->add({"copy out of CUDA IPC buffer of rank " + std::to_string(from), "copy", lane, h.index,
+                                  c0, impl->trace->now_us() - c0});
+                impl->trace->add_gpu({"copy out of CUDA IPC buffer of rank " + std::to_string(from), "copy",
+                                      gpu_lane(lane), h.index, interval});
+              }
+              t.value = std::move(a);
+              t.ready = done;
+              copied = std::move(done);
+            } else if (h.nccl) {  // received by the peer's NCCL thread, in its order
               if (!inbox) throw Error("internal: an NCCL token on edge " + std::to_string(id) + ", not an NCCL edge");
               std::unique_lock lock(inbox->mutex);
               auto& arrived = inbox->edges.at(id);
@@ -628,6 +687,10 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, bool nccl) {
         if (end) return;
         if (impl->trace && impl->trace->now_us() - p0 > 5)
           impl->trace->add({"push (downstream full)", "recv", lane, index, p0, impl->trace->now_us() - p0});
+        if (copied) {  // the sender may reuse the buffer once this credit arrives
+          copied->synchronize();
+          copied.reset();
+        }
         grant(1);
       }
     } catch (...) {

@@ -52,6 +52,14 @@ class SerialPause {
   std::unique_lock<std::mutex>* paused_ = nullptr;
 };
 
+/// How a cross-rank edge carries device arrays; every rank derives it alike from the plan.
+struct EdgeTransport {
+  bool nccl = false;  ///< GPU to GPU through NCCL
+  bool peer = false;  ///< GPU memory handed over CUDA IPC (ranks of one host, transport/peer.hpp)
+  Memory destination;   ///< receiver with `peer`: where the arrays land (the consumer's GPU, or the host)
+  int open_device = 0;  ///< receiver with `peer` and a host destination: the GPU whose context reads them
+};
+
 class RemoteLinks {
  public:
   RemoteLinks(int rank, const ExecutorOptions& options);
@@ -62,10 +70,11 @@ class RemoteLinks {
   RemoteLinks& operator=(const RemoteLinks&) = delete;
 
   /// Tokens popped from `source` are sent to rank `to` (`link`: the link's number, the same on
-  /// every rank); with `nccl`, device arrays go GPU to GPU through NCCL (headers still over MPI).
-  void add_sender(int link, Channel* source, int to, bool nccl);
+  /// every rank); device arrays go GPU to GPU through NCCL (`how.nccl`) or CUDA IPC (`how.peer`),
+  /// else through pinned host buffers; headers and other values always over MPI.
+  void add_sender(int link, Channel* source, int to, const EdgeTransport& how);
   /// Tokens received from rank `from` are pushed into `sink`.
-  void add_receiver(int link, Channel* sink, int from, bool nccl);
+  void add_receiver(int link, Channel* sink, int from, const EdgeTransport& how);
   /// Messages beside the edges (migration commands and state): one receiver thread per peer calls
   /// `deliver(box, bytes)` for each. Call before start(), on every rank of the run alike.
   void enable_messages(std::function<void(int box, std::vector<std::byte> bytes)> deliver);

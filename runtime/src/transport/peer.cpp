@@ -1,0 +1,153 @@
+#include "transport/peer.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "weft/cuda.hpp"
+#endif
+
+namespace weft::detail {
+
+#ifdef WEFT_HAVE_CUDA
+
+bool peer_ipc_enabled() noexcept {
+  const char* off = std::getenv("WEFT_PEER_IPC");
+  return !(off && std::string(off) == "0");
+}
+
+PeerExporter::PeerExporter(int slots) : slots_(static_cast<std::size_t>(slots > 0 ? slots : 1)) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerTicket::handle));
+}
+
+PeerExporter::~PeerExporter() {
+  auto release = [](int device, void* memory) {
+    cudaSetDevice(device);
+    cudaFree(memory);
+  };
+  for (const Slot& s : slots_)
+    if (s.memory) release(s.device, s.memory);
+  for (const auto& [device, memory] : retired_) release(device, memory);
+}
+
+PeerTicket PeerExporter::stage(const Array& a, const Event* ready, GpuInterval* timing) {
+  const int device = a.memory().device_index;
+  const std::size_t slot_index = next_++ % slots_.size();
+  Slot& s = slots_[slot_index];
+  bind_device(device);
+  if (!s.memory || s.device != device || s.capacity < a.bytes()) {
+    // The peer may still have the old buffer open (it closes it when it sees the new generation):
+    // freed at the end of the run only. Shapes rarely change along an edge.
+    if (s.memory) retired_.emplace_back(s.device, s.memory);
+    s.memory = nullptr;
+    const std::size_t bytes = a.bytes() > 0 ? a.bytes() : 1;
+    WEFT_CUDA_CHECK(cudaMalloc(&s.memory, bytes));
+    s.device = device;
+    s.capacity = bytes;
+    ++s.generation;
+    cudaIpcMemHandle_t handle;
+    WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&handle, s.memory));
+    std::memcpy(s.handle, &handle, sizeof handle);
+  }
+  void* stream = device_streams(device).d2h;
+  if (ready) ready->make_wait(stream);
+  if (timing) gpu_interval_start(*timing, device, stream);
+  if (a.bytes())
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(s.memory, a.raw(), a.bytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+  if (timing) gpu_interval_stop(*timing, stream);
+  // The receiver may read the buffer as soon as the header arrives: the copy must be complete.
+  synchronize_stream(device, stream);
+  PeerTicket t;
+  t.slot = static_cast<std::int32_t>(slot_index);
+  t.generation = s.generation;
+  t.bytes = a.bytes();
+  std::memcpy(t.handle, s.handle, sizeof t.handle);
+  return t;
+}
+
+PeerImporter::~PeerImporter() {
+  if (last_) {
+    try {
+      last_->synchronize();
+    } catch (...) {
+    }
+  }
+  for (const Mapped& m : mapped_)
+    if (m.pointer) {
+      cudaSetDevice(m.device);
+      cudaIpcCloseMemHandle(m.pointer);
+    }
+}
+
+Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& shape, Memory to, int open_device,
+                          std::shared_ptr<Event>& done, GpuInterval* timing) {
+  if (ticket.slot < 0 || ticket.slot > 4096) throw Error("CUDA IPC: bad buffer number " + std::to_string(ticket.slot));
+  Array out = to.is_host() ? Array::host(type, shape) : Array();
+  if (out.empty()) {
+    out = Array::device(type, shape, to.device_index, device_streams(to.device_index).h2d);
+  }
+  if (out.bytes() != ticket.bytes)
+    throw Error("CUDA IPC: " + std::to_string(ticket.bytes) + " bytes announced for an array of " +
+                std::to_string(out.bytes()));
+  const int device = to.is_host() ? open_device : to.device_index;
+  if (static_cast<std::size_t>(ticket.slot) >= mapped_.size()) mapped_.resize(static_cast<std::size_t>(ticket.slot) + 1);
+  Mapped& m = mapped_[static_cast<std::size_t>(ticket.slot)];
+  if (!m.pointer || m.generation != ticket.generation || m.device != device) {
+    if (m.pointer) {
+      if (last_) last_->synchronize();  // a copy out of the old buffer may be in flight
+      bind_device(m.device);
+      WEFT_CUDA_CHECK(cudaIpcCloseMemHandle(m.pointer));
+      m.pointer = nullptr;
+    }
+    bind_device(device);
+    cudaIpcMemHandle_t handle;
+    std::memcpy(&handle, ticket.handle, sizeof handle);
+    if (cudaError_t e = cudaIpcOpenMemHandle(&m.pointer, handle, cudaIpcMemLazyEnablePeerAccess); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      m.pointer = nullptr;
+      throw CudaError(std::string("CUDA IPC: cannot open the sending rank's GPU buffer on GPU ") +
+                          std::to_string(device) + " (" + cudaGetErrorString(e) +
+                          "); WEFT_PEER_IPC=0 sends GPU arrays between ranks through host memory instead",
+                      static_cast<int>(e));
+    }
+    m.device = device;
+    m.generation = ticket.generation;
+  }
+  bind_device(device);
+  void* stream = to.is_host() ? device_streams(device).d2h : device_streams(device).h2d;
+  if (timing) gpu_interval_start(*timing, device, stream);
+  if (ticket.bytes)
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(out.raw(), m.pointer, ticket.bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+  if (timing) gpu_interval_stop(*timing, stream);
+  last_ = Event::record(device, stream);
+  if (to.is_host()) {
+    last_->synchronize();
+    done.reset();
+  } else {
+    done = last_;
+  }
+  return out;
+}
+
+#else  // no CUDA: never chosen
+
+bool peer_ipc_enabled() noexcept { return false; }
+PeerExporter::PeerExporter(int) {}
+PeerExporter::~PeerExporter() = default;
+PeerTicket PeerExporter::stage(const Array&, const Event*, GpuInterval*) {
+  throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)");
+}
+PeerImporter::~PeerImporter() = default;
+Array PeerImporter::fetch(const PeerTicket&, DType, const Shape&, Memory, int, std::shared_ptr<Event>&, GpuInterval*) {
+  throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)");
+}
+
+#endif
+
+}  // namespace weft::detail

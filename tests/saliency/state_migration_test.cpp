@@ -95,13 +95,15 @@ constexpr bool kOnGpu = false;
 #endif
 
 /// The places the stateful tasks move over: both thread groups of every rank, and with
-/// WEFT_MIGRATION_ON_GPU each rank's first GPU after its CPUs.
+/// WEFT_MIGRATION_ON_GPU a GPU of each rank after its CPUs: GPU r (mod the rank's GPUs), so that
+/// ranks of a host with several GPUs move the state between distinct GPUs.
 std::vector<Place> move_places() {
   std::vector<Place> places;
   for (int r = 0; r < env->size(); ++r) {
     places.push_back(Place::host(r));
     places.push_back(Place{Place::cpu, 1, r});
-    if (kOnGpu) places.push_back(Place::cuda(0, r));
+    const auto gpus = static_cast<int>(env->cluster().ranks[static_cast<std::size_t>(r)].gpus.size());
+    if (kOnGpu && gpus > 0) places.push_back(Place::cuda(r % gpus, r));
   }
   return places;
 }

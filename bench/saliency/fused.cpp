@@ -127,6 +127,7 @@ Graph pathway_graph(const std::string& pathway, int farm, const std::vector<Arra
 struct Timing {
   double steady = 0;  ///< seconds per frame between the arrivals of frame count/10 and the last
   double total = 0;   ///< seconds per frame of the whole run
+  int nccl_edges = 0, peer_edges = 0;  ///< cross-rank edges through NCCL and through CUDA IPC
 };
 Timing run_timed(Graph& g, const Mapping& m, const std::vector<Clock::time_point>& arrivals, int count) {
   Executor executor;
@@ -134,6 +135,8 @@ Timing run_timed(Graph& g, const Mapping& m, const std::vector<Clock::time_point
   run.wait();
   Timing t;
   t.total = run.stats().seconds / count;
+  t.nccl_edges = run.stats().nccl_edges;
+  t.peer_edges = run.stats().peer_edges;
   const int skip = count / 10;
   if (static_cast<int>(arrivals.size()) == count && count - 1 > skip)
     t.steady = std::chrono::duration<double>(arrivals.back() - arrivals[skip]).count() / (count - 1 - skip);
@@ -301,8 +304,8 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
     cudaStreamDestroy(stream);
   }
   if (env.rank() == 0)
-    std::printf("\nfused %dx%d over %s: %-10s %4s %10s %10s %9s\n", w, h, ranks ? "ranks" : "GPUs", "layout", "n",
-                "fps", "speed-up", "runtime %");
+    std::printf("\nfused %dx%d over %s: %-10s %4s %10s %10s %9s %s\n", w, h, ranks ? "ranks" : "GPUs", "layout", "n",
+                "fps", "speed-up", "runtime %", ranks ? "edges NCCL/IPC" : "");
   for (int n : {1, 2, 4}) {
     if (n > available) break;
     for (const std::string layout : {"farm", "pipeline", "auto"}) {
@@ -352,13 +355,15 @@ bool run_scaling(bench::Result& result, const Environment& env, int count) {
       // stages (scheduling, transfers, imbalance).
       const double share = t.steady > 0 && stages > 0 ? std::max(0.0, 1.0 - stages / n / t.steady) : 0.0;
       if (env.rank() == 0) {
-        std::printf("%-28s %-10s %4d %10.0f %10.2f %9.1f\n", "", layout.c_str(), n, fps, one > 0 ? fps / one : 0.0,
-                    100 * share);
+        std::printf("%-28s %-10s %4d %10.0f %10.2f %9.1f %s\n", "", layout.c_str(), n, fps, one > 0 ? fps / one : 0.0,
+                    100 * share,
+                    ranks ? (std::to_string(t.nccl_edges) + "/" + std::to_string(t.peer_edges)).c_str() : "");
         std::fflush(stdout);
       }
       table.push_back({{"layout", layout}, {"devices", n}, {"farm_width", width}, {"fps", fps}, {"speedup", one > 0 ? fps / one : 0.0},
                        {"seconds_per_frame", t.steady}, {"seconds_per_frame_with_startup", t.total},
-                       {"runtime_share", share}, {"frames", count}});
+                       {"runtime_share", share}, {"frames", count}, {"nccl_edges", t.nccl_edges},
+                       {"peer_edges", t.peer_edges}});
     }
   }
   if (env.rank() != 0) return true;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU runs on a machine with NVIDIA GPUs (the GPU tests and the issues' benchmarks), in steps that
+# each fit a short session. Each step keeps one log, $OUT/<step>.log (default OUT: ./gpu-out), and
+# copies the results file it wrote to $OUT/results. Run from the repository root after the
+# machine's own environment setup.
+#   bash cluster/gpu_session.sh build              configure and build everything into $BUILD (/tmp/b)
+#   bash cluster/gpu_session.sh tests [REGEX]      ctest -L gpu [-R REGEX], one at a time
+#   bash cluster/gpu_session.sh flow-farm          flow_bench --farm 40 (bench/results/flow_farm.json)
+#   bash cluster/gpu_session.sh saliency-ranks N   mpirun -np N saliency_bench --scaling (saliency.json)
+#   bash cluster/gpu_session.sh slabs [N]          granulometry_slabs_bench, one rank, or N ranks
+#   bash cluster/gpu_session.sh filters ARGS...    filters_bench ARGS (its json into $OUT)
+# Results files are written into bench/results of this tree (copy them back from $OUT/results).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=${BUILD:-/tmp/b}
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out/results"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
+step=${1:-}
+shift || true
+save() { cp bench/results/"$1" "$out/results/" 2>/dev/null || true; }
+case $step in
+  build)
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/tmp/gpu-session-configure.log
+    start=$(date +%s)
+    cmake --build "$build" >/tmp/gpu-session-build.log 2>&1 || { cp /tmp/gpu-session-build.log "$out/build.log"; tail -30 "$out/build.log"; exit 1; }
+    echo "build: $(($(date +%s) - start)) s; $(nvidia-smi -L | wc -l) GPU(s): $(nvidia-smi -L | head -1)"
+    ;;
+  tests)
+    (cd "$build" && ctest -L gpu ${1:+-R "$1"} --output-on-failure --timeout 300 2>&1 | tee "$out/tests.log" |
+       grep -E "Test +#|tests passed|Failed|FAILED|through (NCCL|CUDA IPC)|max difference")
+    ;;
+  flow-farm)
+    "$build/bench/flow/flow_bench" --farm 40 2>&1 | tee "$out/flow_farm.log" | tail -8
+    save flow_farm.json
+    ;;
+  saliency-ranks)
+    mpirun -np "${1:-4}" "$build/bench/saliency/saliency_bench" --scaling 2>&1 | tee "$out/saliency_ranks.log" | tail -14
+    save saliency.json
+    ;;
+  slabs)
+    if [[ -n ${1:-} ]]; then
+      mpirun -np "$1" "$build/bench/granulometry/granulometry_slabs_bench" 2>&1 | tee "$out/slabs_ranks.log" | tail -14
+    else
+      "$build/bench/granulometry/granulometry_slabs_bench" 2>&1 | tee "$out/slabs.log" | tail -14
+    fi
+    save granulometry.json
+    ;;
+  filters)
+    WEFT_RESULTS_DIR="$out/results" "$build/bench/filters/filters_bench" "$@" 2>&1 | tee -a "$out/filters.log" | tail -40
+    ;;
+  *)
+    sed -n 2,12p "${BASH_SOURCE[0]}"
+    exit 2
+    ;;
+esac

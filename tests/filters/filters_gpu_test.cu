@@ -208,14 +208,15 @@ TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
 
 // Every convolution method (tile, blocked, streaming with 4/8/16 rows, cuFFT): warps of 128
 // columns, so widths sweep the warp ±1, the ±r halo of the shuffle path (inside warps need
-// r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups.
+// r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups
+// (5 × 264: inside warps whose strip runs more than R rows past the image, mirrored back into it).
 TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
   std::uint32_t seed = 700;
   for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
     for (int size : {1, 3, 5, 7, 9, 21})
       for (const std::string& method : gpu::convolve_methods(size, t))
         for (const Shape& s : {Shape(1, 1), Shape(5, 127), Shape(16, 128), Shape(17, 129), Shape(33, 260),
-                               Shape(70, 388), Shape(2, 19, 264)})
+                               Shape(70, 388), Shape(5, 264), Shape(2, 19, 264)})
           for (Border b : kBorders) {
             if (size > 9 && s[s.ndim() - 1] < 200) continue;  // large kernels: the wide images
             const std::vector<float> k = random_kernel(size, t == DType::f32, seed);

@@ -206,8 +206,11 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   const unsigned lane = threadIdx.x;
   constexpr int H = R > 0 ? R : 1;
   float v[2][4], left[2][H], right[2][H];  // row iy in buffer iy % 2; row iy + 1 loads meanwhile
+  // Row k of the strip (0 ≤ k < kIn). Rows past ny − 1 + R feed no stored output: capped there,
+  // so that near_index's mirror stays inside the plane (ny > R) when kRows + R exceeds ny.
+  auto row_at = [&](int k) { return in + (near_index(min(y0 - R + k, ny - 1 + R), ny, kBorder) * nx + xs); };
   auto fetch = [&](int k, int b) {
-    const T* at = in + (near_index(y0 - R + k, ny, kBorder) * nx + xs);  // halo at fixed offsets from it
+    const T* at = row_at(k);  // halo at fixed offsets from it
     load4(at, v[b]);
 #pragma unroll
     for (int h = 0; h < R; ++h) {  // only the warp-edge lanes read their halo; predicated

@@ -175,9 +175,10 @@ std::vector<float> random_kernel(int size, bool is_signed, std::uint32_t seed) {
   return k;
 }
 
-// Every median method forced through the raw launcher (names from median_methods): strips of
-// 16 u8 / 8 u16 pixels × 1..8 rows in blocks of 32 strips, so widths sweep the strip and the
-// 16-byte fast path (aligned widths) ±1 and the block of strips, heights the row groups ±1, odd.
+// Every median method forced through the raw launcher (names from median_methods, the aligned
+// chunks with L2 prefetch included): strips of 16 u8 / 8 u16 pixels × 1..16 rows in blocks of 32
+// strips, so widths sweep the strip and the 16-byte fast path (aligned widths) ±1 and the block of
+// strips, heights the row groups ±1, odd.
 TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
   std::uint32_t seed = 500;
   for (DType t : {DType::u8, DType::u16})
@@ -206,16 +207,18 @@ TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
           }
 }
 
-// Every convolution method (tile, blocked, streaming with 4/8/16 rows, cuFFT): warps of 128
-// columns, so widths sweep the warp ±1, the ±r halo of the shuffle path (inside warps need
-// r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups.
+// Every convolution method (tile, blocked, streaming with 4/8/16 rows and, for f32, its
+// L2-prefetching variants with 4/8, cuFFT): warps of 128 columns, so widths sweep the warp ±1, the
+// ±r halo of the shuffle path (inside warps need r ≤ x, x + 128 + r ≤ nx, widths multiple of 4)
+// and unaligned widths; heights the row groups (5 × 264: inside warps whose strip runs more than
+// R rows past the image, mirrored back into it).
 TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
   std::uint32_t seed = 700;
   for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
     for (int size : {1, 3, 5, 7, 9, 21})
       for (const std::string& method : gpu::convolve_methods(size, t))
         for (const Shape& s : {Shape(1, 1), Shape(5, 127), Shape(16, 128), Shape(17, 129), Shape(33, 260),
-                               Shape(70, 388), Shape(2, 19, 264)})
+                               Shape(70, 388), Shape(5, 264), Shape(2, 19, 264)})
           for (Border b : kBorders) {
             if (size > 9 && s[s.ndim() - 1] < 200) continue;  // large kernels: the wide images
             const std::vector<float> k = random_kernel(size, t == DType::f32, seed);
@@ -303,6 +306,13 @@ TEST_F(FiltersGpu, UnknownMethodsAreRejected) {
   EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
                                     "stream3"),
                ConfigError);
+  // The L2-prefetching variants: f32 convolutions only; median chunks of 4 rows, 8 or 16 per thread.
+  EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
+                                    "bulk4"),
+               ConfigError);
+  EXPECT_THROW(
+      gpu::launch_median(d.raw(), out.raw(), DType::u8, 1, 8, 8, 3, false, Border::clamp, stream_, "prefetch4"),
+      ConfigError);
 }
 
 TEST_F(FiltersGpu, SeparableAndGaussianMatchTheCpuPath) {

@@ -175,10 +175,9 @@ std::vector<float> random_kernel(int size, bool is_signed, std::uint32_t seed) {
   return k;
 }
 
-// Every median method forced through the raw launcher (names from median_methods, the aligned
-// chunks with L2 prefetch included): strips of 16 u8 / 8 u16 pixels × 1..16 rows in blocks of 32
-// strips, so widths sweep the strip and the 16-byte fast path (aligned widths) ±1 and the block of
-// strips, heights the row groups ±1, odd.
+// Every median method forced through the raw launcher (names from median_methods): strips of
+// 16 u8 / 8 u16 pixels × 1..8 rows in blocks of 32 strips, so widths sweep the strip and the
+// 16-byte fast path (aligned widths) ±1 and the block of strips, heights the row groups ±1, odd.
 TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
   std::uint32_t seed = 500;
   for (DType t : {DType::u8, DType::u16})
@@ -306,13 +305,10 @@ TEST_F(FiltersGpu, UnknownMethodsAreRejected) {
   EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
                                     "stream3"),
                ConfigError);
-  // The L2-prefetching variants: f32 convolutions only; median chunks of 4 rows, 8 or 16 per thread.
+  // The L2-prefetching variants: f32 convolutions only.
   EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
                                     "bulk4"),
                ConfigError);
-  EXPECT_THROW(
-      gpu::launch_median(d.raw(), out.raw(), DType::u8, 1, 8, 8, 3, false, Border::clamp, stream_, "prefetch4"),
-      ConfigError);
 }
 
 TEST_F(FiltersGpu, SeparableAndGaussianMatchTheCpuPath) {

@@ -47,16 +47,13 @@ std::vector<double> planar_reference(const Array& in, int size, Border b) {
 
 /// kInterleaved: the interleaved 3×3 strip (interleaved_median.hpp, fp16 keys if kHalfKeys), else
 /// the packed K×K strip of packed_median.hpp; kAligned: median3_aligned_strip on the aligned
-/// widths with a clamp or mirror border (the generic interleaved strip otherwise, as the launcher),
-/// or with kChunks > 1 median3_aligned_chunks_strip (kChunks chunks of kRows, kPrefetch a no-op here).
-template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false, bool kAligned = false,
-          int kChunks = 1, int kPrefetch = device::kNoPrefetch>
+/// widths with a clamp or mirror border (the generic interleaved strip otherwise, as the launcher).
+template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false, bool kAligned = false>
 void check_type(DType t, double range) {
   std::uint32_t seed = 7;
   constexpr int strip = device::Strip<T>::kPixels;
-  constexpr std::int64_t rows = kRows * kChunks;  // per strip
   std::vector<Shape> shapes;
-  for (std::int64_t ny : {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, rows - 1, rows, rows + 1, 2 * rows + 3})
+  for (std::int64_t ny : {1, 2, 3, kRows - 1, kRows, kRows + 1, 2 * kRows + 3})
     for (std::int64_t nx : {1, 2, 3, strip - 1, strip, strip + 1, strip + 2, 2 * strip, 2 * strip + 3, 5 * strip})
       if (ny > 0) shapes.emplace_back(ny, nx);
   shapes.emplace_back(2, 9, 2 * strip);
@@ -67,12 +64,7 @@ void check_type(DType t, double range) {
         if (aligned && (nx * static_cast<std::int64_t>(sizeof(T))) % 16 != 0) continue;
         const Array in = test::random_array(t, s, range, seed++);
         Array out;
-        if constexpr (kAligned && kChunks > 1)
-          out = aligned && b != Border::zero && s[s.ndim() - 2] >= 2
-                    ? run_strips<T, strip, rows>(in, b, true,
-                                                 device::median3_aligned_chunks_strip<T, kRows, kChunks, kPrefetch>)
-                    : run_strips<T, strip, rows>(in, b, false, device::median3_interleaved_strip<T, false, rows>);
-        else if constexpr (kAligned)
+        if constexpr (kAligned)
           out = aligned && b != Border::zero && s[s.ndim() - 2] >= 2
                     ? run_strips<T, strip, kRows>(in, b, true, device::median3_aligned_strip<T, kRows>)
                         : run_strips<T, strip, kRows>(in, b, false, device::median3_interleaved_strip<T, false, kRows>);
@@ -113,15 +105,6 @@ TEST(InterleavedMedian, AlignedStripsAreExact) {
   check_type<std::uint8_t, 3, 8, true, false, true>(DType::u8, 3.0);
   check_type<std::uint16_t, 3, 4, true, false, true>(DType::u16, 65536.0);
   check_type<std::uint16_t, 3, 6, true, false, true>(DType::u16, 4.0);
-}
-
-// Aligned strips in chunks (median3_aligned_chunks, the "prefetch" and "bulk" methods: 2 or 4
-// chunks of 4 rows); heights cut the second chunk and the next strip.
-TEST(InterleavedMedian, AlignedChunksAreExact) {
-  check_type<std::uint8_t, 3, 4, true, false, true, 2, device::kPrefetchLines>(DType::u8, 256.0);
-  check_type<std::uint8_t, 3, 4, true, false, true, 4, device::kPrefetchBulk>(DType::u8, 3.0);
-  check_type<std::uint16_t, 3, 4, true, false, true, 2, device::kPrefetchBulk>(DType::u16, 65536.0);
-  check_type<std::uint16_t, 3, 4, true, false, true, 4, device::kPrefetchLines>(DType::u16, 4.0);
 }
 
 }  // namespace

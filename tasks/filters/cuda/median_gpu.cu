@@ -110,20 +110,15 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 /// One aligned 3×3 strip per thread (u8/u16; median3_aligned_rows's preconditions checked by the
-/// launcher), in 32-bit indices; blockIdx.z: the plane. kChunks > 1: kChunks strips of kRows one
-/// below the other, each prefetching the next one's rows into L2 (median3_aligned_chunks, kPrefetch;
-/// the "prefetch" and "bulk" methods, not the policy's).
-template <class T, int kRows, int kBorder, int kChunks = 1, int kPrefetch = kNoPrefetch>
+/// launcher), in 32-bit indices; blockIdx.z: the plane.
+template <class T, int kRows, int kBorder>
 __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, int nx, int ny) {
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
   const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
-  const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows * kChunks;
+  const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
   if (x0 >= nx || y0 >= ny) return;
   const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
-  if constexpr (kChunks == 1 && kPrefetch == kNoPrefetch)
-    median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
-  else
-    median3_aligned_chunks<T, kRows, kChunks, kBorder, kPrefetch>(src + plane, dst + plane, nx, ny, y0, x0);
+  median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
 }
 
 }  // namespace device
@@ -182,17 +177,16 @@ bool aligned_applies(const void* in, const void* out, device::Extent e, std::siz
   return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && e.ny >= 2 && border != device::kZero;
 }
 
-/// kChunks > 1: each thread kChunks strips of kRows, prefetching (kPrefetch) as it goes.
-template <class T, int kRows, int kChunks = 1, int kPrefetch = device::kNoPrefetch>  // T = u8 or u16
+template <class T, int kRows>  // T = u8 or u16
 void launch_aligned(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
-  const StripGrid g = strip_grid(e, pixels, kRows * kChunks, 4);  // 128 threads
+  const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   if (border == device::kMirror)
-    device::median3_aligned_kernel<T, kRows, device::kMirror, kChunks, kPrefetch>
+    device::median3_aligned_kernel<T, kRows, device::kMirror>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   else
-    device::median3_aligned_kernel<T, kRows, device::kClamp, kChunks, kPrefetch>
+    device::median3_aligned_kernel<T, kRows, device::kClamp>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   check_launch("median3_aligned_kernel", stream);
 }
@@ -285,19 +279,6 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
         default: return launch_aligned<T, 8>(in, out, e, border, s);
       }
     }
-    // Aligned strips in chunks of 4 rows (8 or 16 rows per thread), the next chunk's rows
-    // prefetched into L2: "prefetch" one prefetch per lane and row, "bulk" one bulk request per
-    // row and warp. By name only (unmeasured).
-    if ((m.kind == "prefetch" || m.kind == "bulk") && size == 3 && (m.rows == 8 || m.rows == 16)) {
-      if (!aligned_applies(in, out, e, sizeof(T), border))  // forced on an image it does not apply to
-        return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
-      constexpr int kLines = device::kPrefetchLines, kBulk = device::kPrefetchBulk;
-      if (m.kind == "prefetch")
-        return m.rows == 8 ? launch_aligned<T, 4, 2, kLines>(in, out, e, border, s)
-                           : launch_aligned<T, 4, 4, kLines>(in, out, e, border, s);
-      return m.rows == 8 ? launch_aligned<T, 4, 2, kBulk>(in, out, e, border, s)
-                         : launch_aligned<T, 4, 4, kBulk>(in, out, e, border, s);
-    }
     const bool interleaved_rows = m.rows == 1 || m.rows == 2 || m.rows == 4 || m.rows == 8;
     if (m.kind == "dpx" && size == 3 && interleaved_rows)
       return launch_interleaved_rows<T, false>(m.rows, in, out, e, border, s);
@@ -330,7 +311,7 @@ std::vector<std::string> gpu::median_methods(DType type, int size, bool volume) 
   if (volume || (type != DType::u8 && type != DType::u16)) return names;
   if (size == 3) {
     for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8", "aligned2", "aligned4", "aligned6",
-                          "aligned8", "prefetch8", "prefetch16", "bulk8", "bulk16"})
+                          "aligned8"})
       names.emplace_back(n);
     if (type == DType::u8)
       for (const char* n : {"half1", "half2", "half4", "half8"}) names.emplace_back(n);

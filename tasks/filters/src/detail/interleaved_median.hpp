@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "l2_prefetch.hpp"
 #include "packed_median.hpp"
 
 namespace weft::filters::device {
@@ -325,64 +324,6 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
       store16(out + ((y0 + q + 1) * nx + x0), v);
     }
   }
-}
-
-/// L2 prefetch (kPrefetchLines or kPrefetchBulk) of input rows y .. y + kCount − 1 (those under ny)
-/// of the aligned strip at x0, for a later median3_aligned_rows. The strip's lane in its warp is
-/// x0 / kPixels mod 32 (blocks 32 strips wide, as the launcher's). kPrefetchLines: each lane its
-/// 16 bytes, lane 0 and 31 instead their side pixel's (their own bytes share a sector with lane 1
-/// and 30); kPrefetchBulk: lane q < kCount asks for row y + q's warp segment with the side pixels'
-/// 16-byte vectors, clipped to the row (16-byte aligned rows: every bound a multiple of 16).
-template <class T, int kCount, int kPrefetch>
-WEFT_FILTERS_HD void prefetch_aligned_rows(const T* __restrict__ plane, int nx, int ny, int y, int x0) {
-  using K = InterleavedKeys<T, false>;
-  const int lane = x0 / K::kPixels % 32;
-  if constexpr (kPrefetch == kPrefetchLines) {
-    const int side = lane == 0 && x0 > 0 ? -1 : lane == 31 && x0 + K::kPixels < nx ? K::kPixels : 0;
-    WEFT_FILTERS_UNROLL
-    for (int q = 0; q < kCount; ++q)
-      if (y + q < ny) prefetch_l2(plane + ((y + q) * nx + x0 + side));
-  } else if constexpr (kPrefetch == kPrefetchBulk) {
-    constexpr int kVector = 16 / static_cast<int>(sizeof(T));  // elements per 16 bytes
-    const int warp_x = x0 - lane * K::kPixels;
-    const int first = warp_x > 0 ? warp_x - kVector : 0;
-    const int last = warp_x + 32 * K::kPixels < nx ? warp_x + 32 * K::kPixels + kVector : nx;  // exclusive
-    if (lane < kCount && y + lane < ny)
-      prefetch_l2_bulk(plane + ((y + lane) * nx + first), static_cast<std::uint32_t>((last - first) * sizeof(T)));
-  }
-}
-
-/// kChunks × kRows output rows from y0 of the aligned strip at x0, as median3_aligned_rows per chunk
-/// of kRows, each chunk's new input rows (the kRows below the previous chunk's) prefetched into L2
-/// (kPrefetch) before the previous chunk loads and computes: the next rows are on their way without
-/// registers while the thread works on the current ones, which median3_aligned_rows (every input
-/// row in registers, then the network) does not overlap within a thread (bench/filters/NOTES.md).
-/// Methods "prefetch" and "bulk" of median_gpu.cu; unmeasured, not the policy's.
-template <class T, int kRows, int kChunks, int kBorder, int kPrefetch>
-WEFT_FILTERS_HD void median3_aligned_chunks(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int y0,
-                                            int x0) {
-  WEFT_FILTERS_UNROLL
-  for (int c = 0; c < kChunks; ++c) {
-    const int y = y0 + c * kRows;
-    if (y >= ny) return;
-    // Chunk c + 1 reads rows y + kRows − 1 .. y + 2 kRows; the first two are chunk c's last.
-    if (c + 1 < kChunks) prefetch_aligned_rows<T, kRows, kPrefetch>(plane, nx, ny, y + kRows + 1, x0);
-    median3_aligned_rows<T, kRows, kBorder>(plane, out, nx, ny, y, x0);
-  }
-}
-
-/// median3_aligned_chunks in the form of the other strips (for the host test: no prefetch there).
-template <class T, int kRows, int kChunks, int kPrefetch>
-WEFT_FILTERS_HD void median3_aligned_chunks_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
-                                                  long long z, long long y0, long long x0, bool /*aligned*/) {
-  const long long plane = z * e.ny * e.nx;
-  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  if (border == kMirror)
-    median3_aligned_chunks<T, kRows, kChunks, kMirror, kPrefetch>(src + plane, dst + plane, nx, ny,
-                                                                  static_cast<int>(y0), static_cast<int>(x0));
-  else
-    median3_aligned_chunks<T, kRows, kChunks, kClamp, kPrefetch>(src + plane, dst + plane, nx, ny,
-                                                                 static_cast<int>(y0), static_cast<int>(x0));
 }
 
 /// median3_aligned_rows in the form of the other strips (slice z of an Extent; for the host test).

@@ -206,11 +206,10 @@ TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
           }
 }
 
-// Every convolution method (tile, blocked, streaming with 4/8/16 rows and, for f32, its
-// L2-prefetching variants with 4/8, cuFFT): warps of 128 columns, so widths sweep the warp ±1, the
-// ±r halo of the shuffle path (inside warps need r ≤ x, x + 128 + r ≤ nx, widths multiple of 4)
-// and unaligned widths; heights the row groups (5 × 264: inside warps whose strip runs more than
-// R rows past the image, mirrored back into it).
+// Every convolution method (tile, blocked, streaming with 4/8/16 rows, cuFFT): warps of 128
+// columns, so widths sweep the warp ±1, the ±r halo of the shuffle path (inside warps need
+// r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups
+// (5 × 264: inside warps whose strip runs more than R rows past the image, mirrored back into it).
 TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
   std::uint32_t seed = 700;
   for (DType t : {DType::f32, DType::u8, DType::u16, DType::f16})
@@ -304,10 +303,6 @@ TEST_F(FiltersGpu, UnknownMethodsAreRejected) {
   const float w = 1.0f;
   EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
                                     "stream3"),
-               ConfigError);
-  // The L2-prefetching variants: f32 convolutions only.
-  EXPECT_THROW(gpu::launch_convolve(d.raw(), out.raw(), DType::u8, 1, 8, 8, &w, nullptr, 1, Border::clamp, stream_,
-                                    "bulk4"),
                ConfigError);
 }
 

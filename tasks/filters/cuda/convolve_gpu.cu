@@ -274,15 +274,6 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
     return device::launch_convolve_stream(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
-  if constexpr (std::is_same_v<T, float>) {  // L2-prefetching streams (filters_gpu.cuh), by name only
-    const bool prefetch = m.kind == "prefetch" || m.kind == "ahead" || m.kind == "bulk";
-    if (prefetch && (m.rows == 4 || m.rows == 8) && r <= device::kStreamMaxRadius) {
-      const device::StreamPrefetch how = m.kind == "prefetch" ? device::StreamPrefetch::lines
-                                         : m.kind == "ahead"  ? device::StreamPrefetch::ahead
-                                                              : device::StreamPrefetch::bulk;
-      return device::launch_convolve_stream_prefetch(how, src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
-    }
-  }
   if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {
     switch (r) {
       case 0: return convolve_blocked<0>(src, dst, e, d_w, border, stream);
@@ -372,8 +363,6 @@ std::vector<std::string> gpu::convolve_methods(int ksize, DType type) {
   if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");
   if (r <= device::kStreamMaxRadius)
     for (const char* n : {"stream4", "stream8", "stream16"}) names.emplace_back(n);
-  if (r <= device::kStreamMaxRadius && type == DType::f32)  // L2 prefetch, unmeasured: not the policy's
-    for (const char* n : {"prefetch4", "prefetch8", "ahead4", "ahead8", "bulk4", "bulk8"}) names.emplace_back(n);
   return names;
 }
 

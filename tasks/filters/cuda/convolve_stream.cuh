@@ -18,7 +18,6 @@
 #include <cuda_fp16.h>
 
 #include "../src/detail/element.hpp"
-#include "../src/detail/l2_prefetch.hpp"
 #include "filters_gpu.cuh"
 
 namespace weft::filters::device {
@@ -189,25 +188,11 @@ __device__ __forceinline__ void convolve_stream_strip(const T* __restrict__ src,
 /// the next row loaded before the current one is used (as the probe of bench/filters/NOTES.md),
 /// each product added straight into its output's accumulator (K² FMAs per
 /// output; the row sums of convolve_stream_strip cost K more adds).
-///
-/// kPrefetch (l2_prefetch.hpp; kNoPrefetch in the policy's kernels): the strip's input rows also
-/// go to L2 ahead of their loads, without registers, since one row ahead in registers leaves the
-/// 7×7 path latency-bound (bench/filters/NOTES.md). kPrefetchLines: each lane prefetches its
-/// 16 bytes (lane 0 and 31 the line of their halo instead, their own bytes sharing a sector with
-/// lane 1 and 30), rows 2 .. kAhead − 1 before the first load and row iy + kAhead while row iy is
-/// used (kAhead ≥ kIn: all rows at the start). kPrefetchBulk: at the start, lane k < kIn asks for
-/// row k's warp segment (128 columns and the halo rounded out to 16 bytes) in one bulk request;
-/// f32 only (16-byte aligned rows). Unmeasured: methods "prefetch", "ahead", "bulk" of
-/// convolve_gpu.cu, not the policy's.
-template <int R, int kRows, int kBorder, int kPrefetch = kNoPrefetch, int kAhead = 0,
-          class T>  // kBorder: kClamp or kMirror
+template <int R, int kRows, int kBorder, class T>  // kBorder: kClamp or kMirror
 __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                       const FullWeights<2 * R + 1>& w, long long z, long long y0_,
                                                       long long xs_) {
   constexpr int K = 2 * R + 1, kIn = kRows + 2 * R;
-  static_assert(kPrefetch != kPrefetchLines || kAhead >= 2, "rows 0 and 1 are loaded at once");
-  static_assert(kPrefetch != kPrefetchBulk || kStreamColumns * sizeof(T) == 16, "bulk: 16-byte rows (f32)");
-  static_assert(kPrefetch != kPrefetchBulk || kIn <= 32, "bulk: a lane per row");
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny), y0 = static_cast<int>(y0_);
   const int xs = static_cast<int>(xs_);
   const long long plane = z * e.ny * e.nx;
@@ -233,27 +218,11 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
       right[b][h] = lane == 31 ? load1(at + 4 + h) : 0.0f;
     }
   };
-  // kPrefetchLines: one prefetch per lane, the halo's line by the edge lanes (an offset chosen once:
-  // a pointer select per row compiled to branches around each prefetch).
-  const int halo_shift = lane == 0 ? -R : lane == 31 ? 3 + R : 0;
-  auto prefetch_row = [&](int k) { prefetch_l2(row_at(k) + halo_shift); };
-  if constexpr (kPrefetch == kPrefetchLines) {
-#pragma unroll
-    for (int k = 2; k < kAhead && k < kIn; ++k) prefetch_row(k);
-  } else if constexpr (kPrefetch == kPrefetchBulk) {
-    constexpr int kPad = R > 0 ? kStreamColumns : 0;  // the halo rounded out to a whole vector
-    constexpr std::uint32_t kBytes = (32 * kStreamColumns + 2 * kPad) * sizeof(T);
-    // Inside warps: warp_x ≥ 128 when R > 0 (a multiple of 128, at least R), and warp_x + 128 + R
-    // ≤ nx with nx a multiple of 4, so the rounded segment lies in its row.
-    if (lane < kIn) prefetch_l2_bulk(row_at(static_cast<int>(lane)) - lane * kStreamColumns - kPad, kBytes);
-  }
   fetch(0, 0);
 #pragma unroll
   for (int iy = 0; iy < kIn; ++iy) {
     const int b = iy % 2;
     if (iy + 1 < kIn) fetch(iy + 1, 1 - b);
-    if constexpr (kPrefetch == kPrefetchLines)
-      if (iy + kAhead < kIn) prefetch_row(iy + kAhead);
     asm volatile("" ::: "memory");  // row iy + 1's loads stay ahead of row iy's arithmetic
     float x[4 + 2 * R];
 #pragma unroll

@@ -1,8 +1,7 @@
 #pragma once
 // Launchers of the streaming full convolutions (convolve_stream.cuh) up to radius
 // kStreamMaxRadius, kRows = 4, 8 or 16 output rows per thread (the fused separable ones are in
-// separable_stream_launch.cuh), and of their L2-prefetching variants (4 or 8 rows, f32 only:
-// convolve_stream_prefetch_f32_gpu.cu). Weights travel by value (and by the caller's device copy for the
+// separable_stream_launch.cuh). Weights travel by value (and by the caller's device copy for the
 // strips at the image's edges). Each element type is instantiated in its
 // own convolve_stream_<type>_gpu.cu, so that nvcc compiles them in parallel.
 #include <cstdint>
@@ -30,18 +29,17 @@ __device__ __noinline__ void convolve_general_strip(const T* src, T* dst, Extent
 
 /// 4 rows per thread: at most 64 registers (8 blocks of 128 threads per SM), which the probe on an
 /// H100 found fastest for 3×3 to 7×7; 8 and 16 rows: at most 80 (6 blocks), still slower than 4 at
-/// every size measured (bench/filters/NOTES.md, 2026-11-25). kPrefetch, kAhead: the inside strips'
-/// L2 prefetch (convolve_inside_strip; none in the policy's methods).
-template <int R, int kRows, class T, int kPrefetch = kNoPrefetch, int kAhead = 0>
+/// every size measured (bench/filters/NOTES.md, 2026-11-25).
+template <int R, int kRows, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
     convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w,
                            const float* weights, int border, bool aligned) {
   const StreamStrip s = stream_strip<R, kRows>(e, aligned);
   if (s.y0 >= e.ny) return;  // whole warps (blockDim.x = 32)
   if (s.inside && s.small_plane && border == kClamp)
-    convolve_inside_strip<R, kRows, kClamp, kPrefetch, kAhead>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
+    convolve_inside_strip<R, kRows, kClamp>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
   else if (s.inside && s.small_plane && border == kMirror)
-    convolve_inside_strip<R, kRows, kMirror, kPrefetch, kAhead>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
+    convolve_inside_strip<R, kRows, kMirror>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
   else if (s.inside)
     convolve_general_strip<R, kRows, true>(src, dst, e, weights, border, blockIdx.z, s.y0, s.xs, s.vector_store);
   else
@@ -52,15 +50,15 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 
 namespace {
 
-template <int R, int kRows, class T, int kPrefetch = device::kNoPrefetch, int kAhead = 0>
+template <int R, int kRows, class T>
 void full_rows(const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel, int border,
                cudaStream_t stream) {
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const device::StreamLaunch l = device::stream_launch(src, dst, e, kRows);
-  device::convolve_stream_kernel<R, kRows, T, kPrefetch, kAhead><<<l.grid, l.block, 0, stream>>>(
-      src, dst, e, w, d_kernel, border, l.aligned);
+  device::convolve_stream_kernel<R, kRows><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, d_kernel, border,
+                                                                                  l.aligned);
   check_launch("convolve_stream_kernel", stream);
 }
 
@@ -74,42 +72,9 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   }
 }
 
-/// The prefetching variants (StreamPrefetch) at one radius: 4 or 8 rows.
-template <int R, class T>
-void prefetch_radius(device::StreamPrefetch p, int rows, const T* src, T* dst, device::Extent e, const float* h,
-                     const float* d, int border, cudaStream_t s) {
-  constexpr int kAll = 32;  // kAhead past every strip's last row: all rows prefetched at the start
-  constexpr int kLines = device::kPrefetchLines, kBulk = device::kPrefetchBulk;
-  switch (p) {
-    case device::StreamPrefetch::lines:
-      if (rows == 4) return full_rows<R, 4, T, kLines, kAll>(src, dst, e, h, d, border, s);
-      return full_rows<R, 8, T, kLines, kAll>(src, dst, e, h, d, border, s);
-    case device::StreamPrefetch::ahead:
-      if (rows == 4) return full_rows<R, 4, T, kLines, 4>(src, dst, e, h, d, border, s);
-      return full_rows<R, 8, T, kLines, 4>(src, dst, e, h, d, border, s);
-    default:
-      if (rows == 4) return full_rows<R, 4, T, kBulk>(src, dst, e, h, d, border, s);
-      return full_rows<R, 8, T, kBulk>(src, dst, e, h, d, border, s);
-  }
-}
-
 }  // namespace
 
 namespace device {
-
-template <class T>
-void launch_convolve_stream_prefetch(StreamPrefetch p, const T* src, T* dst, Extent e, const float* h_kernel,
-                                     const float* d_kernel, int ksize, int rows, int border, cudaStream_t s) {
-  static_assert(kStreamMaxRadius == 3, "instantiated for radius 0 .. 3");
-  if (rows != 4 && rows != 8) throw ConfigError("convolve: the prefetching stream kernels take 4 or 8 rows");
-  switch (ksize / 2) {
-    case 0: return prefetch_radius<0>(p, rows, src, dst, e, h_kernel, d_kernel, border, s);
-    case 1: return prefetch_radius<1>(p, rows, src, dst, e, h_kernel, d_kernel, border, s);
-    case 2: return prefetch_radius<2>(p, rows, src, dst, e, h_kernel, d_kernel, border, s);
-    case 3: return prefetch_radius<3>(p, rows, src, dst, e, h_kernel, d_kernel, border, s);
-    default: throw ConfigError("convolve: the streaming kernel takes sizes up to 7, not " + std::to_string(ksize));
-  }
-}
 
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,

@@ -162,15 +162,6 @@ static_assert(separable_policy(90).fused_max_radius <= kFusedMaxRadius);
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
                             int rows, int border, cudaStream_t s);
-/// The streaming full convolution with its inside strips prefetching their input rows into L2
-/// (convolve_inside_strip's kPrefetch; methods "prefetch", "ahead", "bulk" with 4 or 8 rows, f32
-/// images, not yet the policy's): `lines` every row of the strip at its start, one prefetch per lane;
-/// `ahead` rows 4 ahead of their use; `bulk` every row at the start, one sm_90 bulk request per row
-/// and warp.
-enum class StreamPrefetch { lines, ahead, bulk };
-template <class T>
-void launch_convolve_stream_prefetch(StreamPrefetch p, const T* src, T* dst, Extent e, const float* h_kernel,
-                                     const float* d_kernel, int ksize, int rows, int border, cudaStream_t s);
 template <class T>
 void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row, const float* h_column, int ksize,
                              int rows, int border, cudaStream_t s);

@@ -9,6 +9,7 @@
 #include "data/buffer.hpp"
 #include "data/copy.hpp"
 #include "exec/device.hpp"
+#include "transport/peer.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 
@@ -60,7 +61,7 @@ StateExport::StateExport(const std::vector<Array>& arrays) : entries_(arrays.siz
     bind_device(m.device_index);
     const auto begun = std::chrono::steady_clock::now();
     void* memory = nullptr;
-    if (cudaMalloc(&memory, a.bytes()) != cudaSuccess) {
+    if (cudaMalloc(&memory, ipc_allocation_bytes(a.bytes())) != cudaSuccess) {
       (void)cudaGetLastError();
       continue;  // sent through the host instead
     }

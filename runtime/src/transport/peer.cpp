@@ -1,5 +1,6 @@
 #include "transport/peer.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -16,6 +17,11 @@
 namespace weft::detail {
 
 #ifdef WEFT_HAVE_CUDA
+
+std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
+  constexpr std::size_t kBlock = std::size_t(2) << 20;
+  return (std::max<std::size_t>(bytes, 1) + kBlock - 1) / kBlock * kBlock;
+}
 
 bool peer_ipc_enabled() noexcept {
   const char* off = std::getenv("WEFT_PEER_IPC");
@@ -46,7 +52,7 @@ PeerTicket PeerExporter::stage(const Array& a, const Event* ready, GpuInterval* 
     // freed at the end of the run only. Shapes rarely change along an edge.
     if (s.memory) retired_.emplace_back(s.device, s.memory);
     s.memory = nullptr;
-    const std::size_t bytes = a.bytes() > 0 ? a.bytes() : 1;
+    const std::size_t bytes = ipc_allocation_bytes(a.bytes());
     WEFT_CUDA_CHECK(cudaMalloc(&s.memory, bytes));
     s.device = device;
     s.capacity = bytes;
@@ -136,6 +142,11 @@ Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& sha
 }
 
 #else  // no CUDA: never chosen
+
+std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
+  constexpr std::size_t kBlock = std::size_t(2) << 20;
+  return (std::max<std::size_t>(bytes, 1) + kBlock - 1) / kBlock * kBlock;
+}
 
 bool peer_ipc_enabled() noexcept { return false; }
 PeerExporter::PeerExporter(int) {}

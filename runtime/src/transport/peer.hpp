@@ -27,6 +27,12 @@ namespace weft::detail {
 /// Whether this build can hand arrays over CUDA IPC (CUDA compiled, WEFT_PEER_IPC not "0").
 [[nodiscard]] bool peer_ipc_enabled() noexcept;
 
+/// The size to cudaMalloc for memory exported over CUDA IPC: `bytes` rounded up to 2 MiB. Smaller
+/// allocations may be carved out of one larger block, and IPC maps (and a close unmaps) the whole
+/// block in the peer, so two exported buffers, or a buffer and a migrated state, would share one
+/// mapping there (CUDA's programming guide recommends 2 MiB-aligned sizes for this reason).
+[[nodiscard]] std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept;
+
 /// What the header of a token carries for an array handed over CUDA IPC.
 struct PeerTicket {
   std::int32_t slot = -1;         ///< which buffer of the sender's ring

@@ -1,6 +1,6 @@
-// GPU tasks on two ranks (labels gpu, mpi): NCCL between distinct GPUs, CUDA IPC where NCCL does
-// not apply between ranks of one host (the ranks share one GPU, or the edges form a loop of ranks),
-// host staging over MPI with WEFT_PEER_IPC=0. Skips without a GPU on every rank.
+// GPU tasks on two ranks (labels gpu, mpi): NCCL between distinct GPUs, CUDA IPC between distinct
+// GPUs of one host where NCCL does not apply (the edges form a loop of ranks), host staging over
+// MPI where the ranks share one GPU or with WEFT_PEER_IPC=0. Skips without a GPU on every rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -142,9 +142,9 @@ TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
     ++gpu_spans[e["cat"].get<std::string>()];
   }
   // Kernels of a and b, the copies in (rank 0) and out (last rank), and the transfer between the
-  // ranks: through NCCL, or (ranks sharing one GPU, or no NCCL) a copy into a CUDA IPC buffer on
-  // rank 0 and one out of it on the last rank (with WEFT_PEER_IPC=0: a copy to the host on rank 0
-  // and one to the GPU on the last rank).
+  // ranks: through NCCL, or (ranks sharing one GPU, or no NCCL) staged by a copy to the host on
+  // rank 0 and a copy to the GPU on the last rank (through CUDA IPC: a copy into its buffer on
+  // rank 0 and one out of it on the last rank).
   EXPECT_EQ(gpu_spans["gpu"], static_cast<int>(2 * kTokens));
   const int staged = run.stats().nccl_edges > 0 ? 0 : 2;
   EXPECT_EQ(gpu_spans["copy"], static_cast<int>((2 + staged) * kTokens));
@@ -154,10 +154,10 @@ TEST(DistributedGpu, TraceShowsGpuWorkCopiesAndTransfers) {
   }
 }
 
-// A loop of ranks (a: rank 0's GPU -> b: the last rank's GPU -> c: rank 0's GPU) and a GPU task
-// feeding a CPU task of another rank (c -> sink): NCCL cannot carry the loop, CUDA IPC carries
-// every edge between ranks of one host (the arrays of c -> sink land in host memory). The same
-// results with WEFT_PEER_IPC=0 (host staging over MPI).
+// A loop of ranks (a: rank 0's GPU -> b: the last rank's GPU -> c: rank 0's GPU), then a CPU
+// task of the last rank: NCCL cannot carry the loop; between distinct GPUs of one host CUDA IPC
+// carries its edges (c -> sink into host memory through the last rank's GPU). The same results
+// with WEFT_PEER_IPC=0 (host staging over MPI), and where the ranks share one GPU (staged too).
 TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
   for (const auto& r : env->cluster().ranks)
     if (r.gpus.empty()) GTEST_SKIP() << "rank " << r.rank << " has no GPU";
@@ -166,7 +166,9 @@ TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
   constexpr std::int64_t kLength = 3 * 4096 + 7;
   const int last = env->size() - 1;
   const int second_gpu = env->cluster().ranks[last].gpus.size() > 1 ? 1 : 0;
-  const bool one_host = env->cluster().ranks.front().host == env->cluster().ranks[last].host;
+  const auto& ranks = env->cluster().ranks;
+  const bool distinct_gpus_of_one_host =
+      ranks.front().host == ranks[last].host && ranks.front().gpus.front().uuid != ranks[last].gpus.at(second_gpu).uuid;
   for (const char* ipc : {"1", "0"}) {
     setenv("WEFT_PEER_IPC", ipc, 1);
     auto rec = std::make_shared<tasks::Collect::Record>();
@@ -193,7 +195,7 @@ TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
       std::printf("WEFT_PEER_IPC=%s: %d edge(s) through NCCL, %d through CUDA IPC, %.3f s\n", ipc,
                   run.stats().nccl_edges, run.stats().peer_edges, run.stats().seconds);
     EXPECT_EQ(run.stats().nccl_edges, 0) << "a loop of ranks never goes through NCCL";
-    EXPECT_EQ(run.stats().peer_edges, one_host && std::string(ipc) == "1" ? 3 : 0);
+    EXPECT_EQ(run.stats().peer_edges, distinct_gpus_of_one_host && std::string(ipc) == "1" ? 3 : 0);
     if (env->rank() == last) {
       ASSERT_EQ(rec->indices.size(), kTokens);
       for (std::uint64_t k = 0; k < kTokens; ++k) {

@@ -659,32 +659,39 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
 }
 
 // How cross-rank link `link` carries device arrays, as seen from `rank` (either end). Where NCCL
-// does not carry it, CUDA IPC does (transport/peer.hpp) between two ranks of one host when the
-// producer leaves arrays on a GPU and the receiving rank has a GPU to read them with: no host
-// staging, no MPI payload, and, unlike NCCL, nothing to match between the ranks, so loops of ranks
-// (a farm's items out and results back) qualify. The arrays land on the consumer's GPU, or in
-// pinned host memory for a CPU consumer. WEFT_PEER_IPC=0 turns it off.
+// does not carry it, CUDA IPC does (transport/peer.hpp) between two ranks of one host whose
+// receiving rank has a GPU: no host staging, no MPI payload, and, unlike NCCL, nothing to match
+// between the ranks, so loops of ranks (a farm's items out and results back) qualify. Any array
+// the sender finds on a GPU goes so, whatever the ends' places (a farm's scatter and gather on a
+// CPU forward GPU arrays): onto the receiving task's GPU, or, for a task on a CPU, into host
+// memory through a GPU of the receiving rank (the first its tasks use). Arrays on the very GPU
+// that receives them (ranks sharing one GPU) are staged through the host as before: with CUDA IPC
+// there, runtime_migration_gpu_test_np2 hung once (4xH200, CUDA_VISIBLE_DEVICES=0) and failed once
+// on rank 1 (one H200), while between distinct GPUs every GPU test passed (docs/status.md).
+// WEFT_PEER_IPC=0 turns it off.
 detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl,
                                      int rank) {
   detail::EdgeTransport how;
   how.nccl = nccl;
-  const detail::Vertex& from = plan.vertices[plan.links[link].from];
   const detail::Vertex& to = plan.vertices[plan.links[link].to];
-  const Place a = from.place, b = to.place;
-  if (nccl || !detail::peer_ipc_enabled() || a.rank == b.rank || !a.is_gpu() || !arrays_on_gpu(from)) return how;
-  const RankInfo& sender = cluster.ranks.at(a.rank);
-  const RankInfo& receiver = cluster.ranks.at(b.rank);
+  const int sending = plan.vertices[plan.links[link].from].place.rank, receiving = to.place.rank;
+  if (nccl || !detail::peer_ipc_enabled() || sending == receiving) return how;
+  const RankInfo& sender = cluster.ranks.at(sending);
+  const RankInfo& receiver = cluster.ranks.at(receiving);
   if (sender.host != receiver.host || receiver.gpus.empty()) return how;
-  how.peer = true;
-  if (rank != b.rank) return how;
-  if (b.is_gpu() && arrays_on_gpu(to)) {
-    how.destination = Memory::on_device(b.device);
-  } else {  // read into host memory through this rank's view of the sender's GPU, where it has one
-    how.destination = Memory::on_host();
-    const std::string& uuid = sender.gpus.at(a.device).uuid;
-    for (const GpuInfo& g : receiver.gpus)
-      if (g.uuid == uuid) how.open_device = g.index;
+  if (to.place.is_gpu()) {
+    how.device = to.place.device;
+  } else {
+    how.to_host = true;
+    how.device = receiving % static_cast<int>(receiver.gpus.size());
+    for (const detail::Vertex& v : plan.vertices)
+      if (v.place.rank == receiving && v.place.is_gpu()) how.device = std::min(how.device, v.place.device);
   }
+  const std::string& uuid = receiver.gpus.at(how.device).uuid;
+  for (const GpuInfo& g : sender.gpus)
+    if (g.uuid != uuid) how.ipc_devices.push_back(g.index);
+  how.peer = !how.ipc_devices.empty();
+  (void)rank;
   return how;
 }
 

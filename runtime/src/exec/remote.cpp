@@ -395,7 +395,8 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
     exporter = std::make_shared<PeerExporter>(capacity + 1);
     impl->exporters.push_back(exporter);
   }
-  impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane, exporter] {
+  const std::vector<int> ipc_devices = how.ipc_devices;
+  impl->bodies.push_back([impl, source, to, id, capacity, nccl, lane, exporter, ipc_devices] {
     try {
       int credits = 0;
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
@@ -435,7 +436,9 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
           for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
           header->nccl = 1;
           direct = *a;
-        } else if (auto* a = std::get_if<Array>(&t.value); a && exporter && !a->memory().is_host()) {
+        } else if (auto* a = std::get_if<Array>(&t.value);
+                   a && exporter && !a->memory().is_host() &&
+                   std::find(ipc_devices.begin(), ipc_devices.end(), a->memory().device_index) != ipc_devices.end()) {
           header->dtype = static_cast<int>(a->dtype());
           header->ndim = a->shape().ndim();
           for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
@@ -557,8 +560,8 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
 void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransport& how) {
   Impl* impl = impl_.get();
   int capacity = impl->options.channel_capacity;
-  // the header says how each payload travels; `how` names the trace lane and where CUDA IPC
-  // arrays land
+  // the header says how each payload travels; `how` names the trace lane and the GPU where CUDA
+  // IPC arrays land
   const bool nccl = how.nccl;
   const int lane = link_lane(id, true);
   if (impl->trace) {
@@ -631,8 +634,8 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
               GpuInterval interval;
               std::shared_ptr<Event> done;
               const double c0 = impl->trace ? impl->trace->now_us() : 0;
-              Array a = importer->fetch(h.ticket, static_cast<DType>(h.dtype), shape, how.destination, how.open_device,
-                                        done, impl->trace ? &interval : nullptr);
+              Array a = importer->fetch(h.ticket, static_cast<DType>(h.dtype), shape, how.device, how.to_host, done,
+                                        impl->trace ? &interval : nullptr);
               if (impl->trace) {
                 impl->trace->add({"copy out of CUDA IPC buffer of rank " + std::to_string(from), "copy", lane, h.index,
                                   c0, impl->trace->now_us() - c0});

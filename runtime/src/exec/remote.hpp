@@ -55,9 +55,12 @@ class SerialPause {
 /// How a cross-rank edge carries device arrays; every rank derives it alike from the plan.
 struct EdgeTransport {
   bool nccl = false;  ///< GPU to GPU through NCCL
-  bool peer = false;  ///< GPU memory handed over CUDA IPC (ranks of one host, transport/peer.hpp)
-  Memory destination;   ///< receiver with `peer`: where the arrays land (the consumer's GPU, or the host)
-  int open_device = 0;  ///< receiver with `peer` and a host destination: the GPU whose context reads them
+  bool peer = false;  ///< through CUDA IPC (ranks of one host, transport/peer.hpp)
+  /// With `peer`: the sender's GPUs whose arrays go through CUDA IPC (those physically distinct
+  /// from `device`); arrays elsewhere are staged through the host.
+  std::vector<int> ipc_devices;
+  int device = -1;       ///< with `peer`: the receiving rank's GPU that copies the arrays in
+  bool to_host = false;  ///< with `peer`: the arrays land in host memory (a consumer on a CPU)
 };
 
 class RemoteLinks {

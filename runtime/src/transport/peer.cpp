@@ -28,6 +28,17 @@ bool peer_ipc_enabled() noexcept {
   return !(off && std::string(off) == "0");
 }
 
+PeerStreams::~PeerStreams() {
+  for (const auto& [device, stream] : streams_) release_task_stream(device, stream);
+}
+
+void* PeerStreams::on(int device) {
+  for (const auto& [d, stream] : streams_)
+    if (d == device) return stream;
+  streams_.emplace_back(device, acquire_task_stream(device));
+  return streams_.back().second;
+}
+
 PeerExporter::PeerExporter(int slots) : slots_(static_cast<std::size_t>(slots > 0 ? slots : 1)) {
   static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerTicket::handle));
 }
@@ -61,7 +72,7 @@ PeerTicket PeerExporter::stage(const Array& a, const Event* ready, GpuInterval* 
     WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&handle, s.memory));
     std::memcpy(s.handle, &handle, sizeof handle);
   }
-  void* stream = device_streams(device).d2h;
+  void* stream = streams_.on(device);
   if (ready) ready->make_wait(stream);
   if (timing) gpu_interval_start(*timing, device, stream);
   if (a.bytes())
@@ -91,17 +102,14 @@ PeerImporter::~PeerImporter() {
     }
 }
 
-Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& shape, Memory to, int open_device,
+Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& shape, int device, bool to_host,
                           std::shared_ptr<Event>& done, GpuInterval* timing) {
   if (ticket.slot < 0 || ticket.slot > 4096) throw Error("CUDA IPC: bad buffer number " + std::to_string(ticket.slot));
-  Array out = to.is_host() ? Array::host(type, shape) : Array();
-  if (out.empty()) {
-    out = Array::device(type, shape, to.device_index, device_streams(to.device_index).h2d);
-  }
+  void* stream = streams_.on(device);
+  Array out = to_host ? Array::host(type, shape) : Array::device(type, shape, device, stream);
   if (out.bytes() != ticket.bytes)
     throw Error("CUDA IPC: " + std::to_string(ticket.bytes) + " bytes announced for an array of " +
                 std::to_string(out.bytes()));
-  const int device = to.is_host() ? open_device : to.device_index;
   if (static_cast<std::size_t>(ticket.slot) >= mapped_.size()) mapped_.resize(static_cast<std::size_t>(ticket.slot) + 1);
   Mapped& m = mapped_[static_cast<std::size_t>(ticket.slot)];
   if (!m.pointer || m.generation != ticket.generation || m.device != device) {
@@ -126,13 +134,12 @@ Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& sha
     m.generation = ticket.generation;
   }
   bind_device(device);
-  void* stream = to.is_host() ? device_streams(device).d2h : device_streams(device).h2d;
   if (timing) gpu_interval_start(*timing, device, stream);
   if (ticket.bytes)
     WEFT_CUDA_CHECK(cudaMemcpyAsync(out.raw(), m.pointer, ticket.bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
   if (timing) gpu_interval_stop(*timing, stream);
   last_ = Event::record(device, stream);
-  if (to.is_host()) {
+  if (to_host) {
     last_->synchronize();
     done.reset();
   } else {
@@ -143,6 +150,8 @@ Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& sha
 
 #else  // no CUDA: never chosen
 
+PeerStreams::~PeerStreams() = default;
+void* PeerStreams::on(int) { throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)"); }
 std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
   constexpr std::size_t kBlock = std::size_t(2) << 20;
   return (std::max<std::size_t>(bytes, 1) + kBlock - 1) / kBlock * kBlock;
@@ -155,7 +164,7 @@ PeerTicket PeerExporter::stage(const Array&, const Event*, GpuInterval*) {
   throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)");
 }
 PeerImporter::~PeerImporter() = default;
-Array PeerImporter::fetch(const PeerTicket&, DType, const Shape&, Memory, int, std::shared_ptr<Event>&, GpuInterval*) {
+Array PeerImporter::fetch(const PeerTicket&, DType, const Shape&, int, bool, std::shared_ptr<Event>&, GpuInterval*) {
   throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)");
 }
 

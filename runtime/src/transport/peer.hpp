@@ -1,12 +1,12 @@
 #pragma once
-// Internal: CUDA IPC between the ranks of one host (the "peer" transport). A cross-rank edge whose
-// producer leaves arrays on a GPU, and whose two ranks share a host, hands each array over GPU
-// memory instead of staging it through pinned host buffers and MPI: the sender copies the array
-// into one of a ring of exportable buffers (cudaMalloc: the pools' memory cannot be exported) and
-// sends that buffer's IPC handle in the token's header; the receiver opens the handle once per
-// buffer and copies the array out, GPU to GPU (NVLink where there is one) or straight into pinned
-// host memory for a CPU consumer. Unlike NCCL nothing is matched between the two ranks, so edges
-// in both directions between two ranks (a farm's frames out and results back) need no order.
+// Internal: CUDA IPC between the ranks of one host (the "peer" transport). A cross-rank edge
+// between two ranks of one host hands each array it finds on a GPU over GPU memory instead of
+// staging it through pinned host buffers and MPI: the sender copies the array into one of a ring
+// of exportable buffers (cudaMalloc: the pools' memory cannot be exported) and sends that buffer's
+// IPC handle in the token's header; the receiver opens the handle once per buffer and copies the
+// array out, GPU to GPU (NVLink where there is one), or through its GPU into pinned host memory
+// for a consumer on a CPU. Unlike NCCL nothing is matched between the two ranks, so edges in
+// both directions between two ranks (a farm's frames out and results back) need no order.
 //
 // Reuse of a buffer: the ring has more buffers than the edge's credits, and a receiver grants a
 // credit back only after its copy out of a buffer completed, so a buffer is never written while
@@ -32,6 +32,21 @@ namespace weft::detail {
 /// block in the peer, so two exported buffers, or a buffer and a migrated state, would share one
 /// mapping there (CUDA's programming guide recommends 2 MiB-aligned sizes for this reason).
 [[nodiscard]] std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept;
+
+/// Streams of this transport's copies, one per GPU, taken from the task stream pool and given back
+/// when destroyed: the devices' shared copy streams also carry other tasks' copies (a farm's 8 MB
+/// results going to the host), which a token's hand-over would otherwise wait for.
+class PeerStreams {
+ public:
+  PeerStreams() = default;
+  ~PeerStreams();
+  PeerStreams(const PeerStreams&) = delete;
+  PeerStreams& operator=(const PeerStreams&) = delete;
+  [[nodiscard]] void* on(int device);
+
+ private:
+  std::vector<std::pair<int, void*>> streams_;
+};
 
 /// What the header of a token carries for an array handed over CUDA IPC.
 struct PeerTicket {
@@ -65,6 +80,7 @@ class PeerExporter {
   std::vector<Slot> slots_;
   std::vector<std::pair<int, void*>> retired_;  // replaced buffers: the peer may have them open
   std::size_t next_ = 0;
+  PeerStreams streams_;
 };
 
 /// Receiver side of one edge: the sender's buffers opened so far (closed when destroyed).
@@ -74,11 +90,11 @@ class PeerImporter {
   ~PeerImporter();
   PeerImporter(const PeerImporter&) = delete;
   PeerImporter& operator=(const PeerImporter&) = delete;
-  /// Copies the array of `ticket` into a new array of this rank: on GPU `to.device_index` (the
-  /// copy is ordered on that GPU's copy stream; `done` completes with it) or in pinned host
-  /// memory (complete on return; `done` is null). `open_device` is the GPU whose context opens
-  /// the handle for a host destination (the sender's GPU where this rank sees it).
-  [[nodiscard]] Array fetch(const PeerTicket& ticket, DType type, const Shape& shape, Memory to, int open_device,
+  /// Copies the array of `ticket` into a new array of this rank, through GPU `device` (which
+  /// opens the sender's buffer): onto that GPU, ordered on a stream of this edge (`done`
+  /// completes with the copy), or, `to_host`, into pinned host memory (complete on return; `done`
+  /// is null).
+  [[nodiscard]] Array fetch(const PeerTicket& ticket, DType type, const Shape& shape, int device, bool to_host,
                             std::shared_ptr<Event>& done, GpuInterval* timing = nullptr);
 
  private:
@@ -88,6 +104,7 @@ class PeerImporter {
     std::uint32_t generation = 0;
   };
   std::vector<Mapped> mapped_;
+  PeerStreams streams_;
   std::shared_ptr<Event> last_;  // the latest copy: complete before any handle closes
 };
 

@@ -57,7 +57,7 @@ struct RunStats {
   std::vector<TaskStats> tasks;
   std::uint64_t max_in_flight = 0;  ///< most tokens ever held by any one edge
   int nccl_edges = 0;               ///< cross-rank edges carried GPU to GPU by NCCL
-  int peer_edges = 0;               ///< cross-rank edges between ranks of one host carried by CUDA IPC
+  int peer_edges = 0;               ///< cross-rank edges of one host that hand GPU arrays over CUDA IPC
   std::uint64_t migrations = 0;     ///< moves made by the migratable tasks' routers on this rank
   std::vector<BalanceDecision> balance;  ///< the load balancer's moves (rank 0)
 };

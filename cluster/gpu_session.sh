@@ -5,11 +5,14 @@
 # machine's own environment setup.
 #   bash cluster/gpu_session.sh build              configure and build everything into $BUILD (/tmp/b)
 #   bash cluster/gpu_session.sh tests [REGEX]      ctest -L gpu [-R REGEX], one at a time
+#   bash cluster/gpu_session.sh flow               flow_bench (bench/results/flow.json; the shared pairs
+#                                                  from $WEFT_SHARED_DATA/flow, given at the build)
 #   bash cluster/gpu_session.sh flow-farm          flow_bench --farm 40 (bench/results/flow_farm.json)
 #   bash cluster/gpu_session.sh saliency-ranks N   mpirun -np N saliency_bench --scaling (saliency.json)
 #   bash cluster/gpu_session.sh slabs [N]          granulometry_slabs_bench, one rank, or N ranks
 #   bash cluster/gpu_session.sh filters ARGS...    filters_bench ARGS (its json into $OUT)
-# Results files are written into bench/results of this tree (copy them back from $OUT/results).
+# Results files are written into bench/results of this tree (copy them back from $OUT/results);
+# set WEFT_COMMIT to the commit being measured where git cannot tell it (a copied tree).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${BUILD:-/tmp/b}
@@ -21,7 +24,8 @@ shift || true
 save() { cp bench/results/"$1" "$out/results/" 2>/dev/null || true; }
 case $step in
   build)
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/tmp/gpu-session-configure.log
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${WEFT_SHARED_DATA:+-DWEFT_SHARED_DATA="$WEFT_SHARED_DATA"} \
+      >/tmp/gpu-session-configure.log
     start=$(date +%s)
     cmake --build "$build" >/tmp/gpu-session-build.log 2>&1 || { cp /tmp/gpu-session-build.log "$out/build.log"; tail -30 "$out/build.log"; exit 1; }
     echo "build: $(($(date +%s) - start)) s; $(nvidia-smi -L | wc -l) GPU(s): $(nvidia-smi -L | head -1)"
@@ -29,6 +33,10 @@ case $step in
   tests)
     (cd "$build" && ctest -L gpu ${1:+-R "$1"} --output-on-failure --timeout 300 2>&1 | tee "$out/tests.log" |
        grep -E "Test +#|tests passed|Failed|FAILED|through (NCCL|CUDA IPC)|max difference")
+    ;;
+  flow)
+    "$build/bench/flow/flow_bench" 2>&1 | tee "$out/flow.log" | tail -30
+    save flow.json
     ;;
   flow-farm)
     "$build/bench/flow/flow_bench" --farm 40 2>&1 | tee "$out/flow_farm.log" | tail -8

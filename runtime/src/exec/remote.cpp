@@ -386,10 +386,11 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
   int capacity = impl->options.channel_capacity;
   if (nccl) ++impl->nccl_senders[to];
   // CUDA IPC: a ring of capacity + 1 buffers. Token k of the edge (counting every token, each of
-  // which takes a credit) is sent once the receiver granted k + 1 credits, capacity of them at the
-  // start and one per token it delivered, which it does only after its copy out of the token's
-  // buffer completed: tokens 0 .. k - capacity are out of their buffers, and the buffer written
-  // for token k was last used by an array token at least capacity + 1 tokens earlier.
+  // which takes a credit) is staged after tokens 0 .. k - 1 were sent, so after the receiver
+  // granted at least k credits: capacity of them at the start and one per token it delivered,
+  // which it does only after its copy out of the token's buffer completed. Tokens 0 .. k - 1 -
+  // capacity are therefore out of their buffers, and the buffer written for token k was last
+  // written for an array token at least capacity + 1 tokens earlier, one of those.
   std::shared_ptr<PeerExporter> exporter;
   if (how.peer) {
     exporter = std::make_shared<PeerExporter>(capacity + 1);

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "weft/util/error.hpp"
-#include "weft/util/log.hpp"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime.h>

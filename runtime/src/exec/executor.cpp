@@ -584,13 +584,6 @@ void drive(State& run, Node& node) {
 // (Sending the way back of a cycle through MPI instead of giving up NCCL hung the migration GPU
 // test at 615908a; not understood yet.) Several edges between two ranks keep one order of sends
 // and receives (remote.cpp, NcclOrder).
-// Whether a vertex's arrays are on its GPU: a computing task's, or those a migratable task's
-// router or merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when
-// it is sent goes through the host (remote.cpp checks each one).
-bool arrays_on_gpu(const detail::Vertex& v) {
-  return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
-}
-
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
@@ -611,7 +604,13 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
     const detail::Vertex& to = plan.vertices[plan.links[i].to];
     Place a = from.place, b = to.place;
     if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
-    if (!arrays_on_gpu(from) || !arrays_on_gpu(to)) continue;
+    // Arrays on the GPU of each end: a computing task's, or those a migratable task's router or
+    // merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when it is
+    // sent goes through the host (remote.cpp checks each one).
+    auto on_gpu = [](const detail::Vertex& v) {
+      return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
+    };
+    if (!on_gpu(from) || !on_gpu(to)) continue;
     const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
     const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
     if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
@@ -658,7 +657,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
   return chosen;
 }
 
-// How cross-rank link `link` carries device arrays, as seen from `rank` (either end). Where NCCL
+// How cross-rank link `link` carries device arrays (the same on both ends). Where NCCL
 // does not carry it, CUDA IPC does (transport/peer.hpp) between two ranks of one host whose
 // receiving rank has a GPU: no host staging, no MPI payload, and, unlike NCCL, nothing to match
 // between the ranks, so loops of ranks (a farm's items out and results back) qualify. Any array
@@ -669,8 +668,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
 // there, runtime_migration_gpu_test_np2 hung once (4xH200, CUDA_VISIBLE_DEVICES=0) and failed once
 // on rank 1 (one H200), while between distinct GPUs every GPU test passed (docs/status.md).
 // WEFT_PEER_IPC=0 turns it off.
-detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl,
-                                     int rank) {
+detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl) {
   detail::EdgeTransport how;
   how.nccl = nccl;
   const detail::Vertex& to = plan.vertices[plan.links[link].to];
@@ -683,15 +681,15 @@ detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster&
     how.device = to.place.device;
   } else {
     how.to_host = true;
-    how.device = receiving % static_cast<int>(receiver.gpus.size());
     for (const detail::Vertex& v : plan.vertices)
-      if (v.place.rank == receiving && v.place.is_gpu()) how.device = std::min(how.device, v.place.device);
+      if (v.place.rank == receiving && v.place.is_gpu() && (how.device < 0 || v.place.device < how.device))
+        how.device = v.place.device;
+    if (how.device < 0) how.device = receiving % static_cast<int>(receiver.gpus.size());  // no GPU task there
   }
   const std::string& uuid = receiver.gpus.at(how.device).uuid;
   for (const GpuInfo& g : sender.gpus)
     if (g.uuid != uuid) how.ipc_devices.push_back(g.index);
   how.peer = !how.ipc_devices.empty();
-  (void)rank;
   return how;
 }
 
@@ -910,11 +908,14 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     run.nccl_edges = static_cast<int>(nccl_edges.size());
     if (!nccl_edges.empty())
       detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank]);
-    for (std::size_t id = 0; id < plan.links.size(); ++id)
-      if (edge_transport(plan, env->cluster(), id, nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0, run.rank).peer)
-        ++run.peer_edges;
   }
   const bool distributed = env && env->distributed() && env->size() > 1;
+  std::vector<detail::EdgeTransport> transports;  // per link, the same on every rank
+  if (distributed)
+    for (std::size_t id = 0; id < plan.links.size(); ++id) {
+      transports.push_back(edge_transport(plan, env->cluster(), id, nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0));
+      run.peer_edges += transports.back().peer ? 1 : 0;
+    }
   if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
   if (run.remote) run.remote->set_trace(&run.trace);
   detail::Migrations::Post post;
@@ -974,10 +975,8 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
         ch->on_push([arrivals, port = l.to_port] { arrivals->arrived(port); });
     if (!from || !to) {
       int other = plan.vertices[from ? l.to : l.from].place.rank;
-      const bool nccl = nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0;
-      const detail::EdgeTransport how = edge_transport(plan, env->cluster(), id, nccl, run.rank);
-      if (from) run.remote->add_sender(static_cast<int>(id), ch, other, how);
-      else run.remote->add_receiver(static_cast<int>(id), ch, other, how);
+      if (from) run.remote->add_sender(static_cast<int>(id), ch, other, transports[id]);
+      else run.remote->add_receiver(static_cast<int>(id), ch, other, transports[id]);
     }
   }
   if (!graph.partitions().empty())  // slab tasks are plain vertices (never migratable)

@@ -9,6 +9,8 @@
 #                                                  from $WEFT_SHARED_DATA/flow, given at the build)
 #   bash cluster/gpu_session.sh flow-farm          flow_bench --farm 40 (bench/results/flow_farm.json)
 #   bash cluster/gpu_session.sh saliency-ranks N   mpirun -np N saliency_bench --scaling (saliency.json)
+#   bash cluster/gpu_session.sh granulometry ARGS  granulometry_bench ARGS with the python3 on PATH for the
+#                                                  scipy / CuPy peers (granulometry.json)
 #   bash cluster/gpu_session.sh slabs [N]          granulometry_slabs_bench, one rank, or N ranks
 #   bash cluster/gpu_session.sh filters ARGS...    filters_bench ARGS (its json into $OUT)
 # Results files are written into bench/results of this tree (copy them back from $OUT/results);
@@ -46,6 +48,11 @@ case $step in
     mpirun -np "${1:-4}" "$build/bench/saliency/saliency_bench" --scaling 2>&1 | tee "$out/saliency_ranks.log" | tail -14
     save saliency.json
     ;;
+  granulometry)
+    "$build/bench/granulometry/granulometry_bench" --python "$(command -v python3)" "$@" 2>&1 |
+      tee "$out/granulometry.log" | tail -12
+    save granulometry.json
+    ;;
   slabs)
     if [[ -n ${1:-} ]]; then
       mpirun -np "$1" "$build/bench/granulometry/granulometry_slabs_bench" 2>&1 | tee "$out/slabs_ranks.log" | tail -14
@@ -58,7 +65,7 @@ case $step in
     WEFT_RESULTS_DIR="$out/results" "$build/bench/filters/filters_bench" "$@" 2>&1 | tee -a "$out/filters.log" | tail -40
     ;;
   *)
-    sed -n 2,12p "${BASH_SOURCE[0]}"
+    sed -n 2,14p "${BASH_SOURCE[0]}"
     exit 2
     ;;
 esac

@@ -3,9 +3,12 @@
 // the page cache, threshold, upload, openings), the bytes the kernels move against the measured
 // device copy bandwidth (and, for balls, the window arithmetic against the integer peak), and
 // scipy / CuPy peers (peers.py) on the same files.
-// Usage: granulometry_bench [--sizes 512,1024] [--max-size 50] [--workdir /tmp] [--python PY] [--no-peers]
+// Usage: granulometry_bench [--sizes 512,1024] [--elements octahedron,cube,ball] [--max-size 50]
+//                           [--workdir /tmp] [--python PY] [--no-peers]
+// With --sizes or --elements, the rows and peers of the others stay in granulometry.json as they were.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,27 +56,29 @@ double octahedron_bit_bytes_per_voxel(int computed) {
 /// Window half-width of the ball's shell passes for size n (ball_shell_gpu.cu): W = ⌈(n + 1) / 8⌉·8.
 int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
 
-/// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), bytes per voxel over sizes
-/// 1..computed + 1 as if every tile were loaded (the z pass skips tiles of background and
-/// erosion voxels): the pack reads the u16 erosion distances and writes two bit planes; the y
-/// pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
-/// writes u16; the z pass reads the u16 over the same halo and the two bit planes. Plus the
-/// bounded erosion distances once (a row pass and two windowed passes of u16: about 12 bytes).
+/// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), DRAM bytes per voxel over sizes
+/// 1..computed + 1 as if no chunk were skipped (the z sweep skips chunks without foreground
+/// outside the erosion): the pack reads the u16 erosion distances and writes two bit planes; the
+/// y pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
+/// writes the u16 reach; the z sweep reads the reach once from DRAM (its chunks' w-plane halos
+/// come again from L2) and the P bits. Plus the bounded erosion distances once (a row pass and
+/// two windowed passes of u16: about 12 bytes). (Before 2026-11-26 the z pass was windowed too
+/// and the model counted its reads over the halo: 2 · (128 + 2W) / 128 bytes.)
 /// (granulometry.json at 7cb4e67 was written with the model of f256ab8, whose row pass also
 /// wrote and the y pass read u8 x distances: 434 GB at 1024³ where this model gives 367 GB.)
 double ball_shell_bytes_per_voxel(int computed) {
   double bytes = 12.0;
   for (int n = 1; n <= computed + 1; ++n) {
     const double halo = (128.0 + 2.0 * shell_window(n)) / 128.0;
-    bytes += (2.0 + 0.25) + (3.0 / 8.0 * halo + 2.0) + (2.0 * halo + 0.25);
+    bytes += (2.0 + 0.25) + (3.0 / 8.0 * halo + 2.0) + (2.0 + 0.125);
   }
   return bytes;
 }
 
 /// Add+min steps per voxel of the ball's y pass for sizes 1..computed + 1 if it ran its whole
-/// window, 2W offsets, each step one u16x2 lane of __viaddmin_u16x2. Both shell passes may stop
-/// early (and the z pass skips background), so this is an estimate of the arithmetic, reported
-/// beside the times, not a floor.
+/// window, 2W offsets, each step one u16x2 lane of __viaddmin_u16x2. The y pass stops early and
+/// skips offsets whose rows hold no erosion voxel near, so this is an estimate of the arithmetic
+/// without those savings, reported beside the times, not a floor.
 double ball_window_steps_per_voxel(int computed) {
   double steps = 0;
   for (int n = 1; n <= computed + 1; ++n) steps += 2.0 * shell_window(n);
@@ -90,13 +95,18 @@ std::vector<int> parse_list(const std::string& s) {
 
 /// Peers' estimated time for sizes 0..N from their measured sizes: octahedron and cube repeat an
 /// elementary pass 2n times for size n (Σ 2n = N(N+1) passes); a ball opening costs the same at every n.
+/// The median over the measured sizes: one size that also paid a warm-up (a CuPy ball opening of
+/// 1024³ once took 2.9 s at n = 1, then 0.145 s at n = 2 and 4) would otherwise inflate the peer.
 double extrapolate(const nlohmann::json& rows, Element e, int last) {
   if (!rows.is_array() || rows.empty()) return -1;
-  double per = 0;
+  std::vector<double> per;
   for (const auto& r : rows)
-    per += e == Element::ball ? r["seconds"].get<double>() : r["seconds"].get<double>() / (2.0 * r["size"].get<int>());
-  per /= static_cast<double>(rows.size());
-  return e == Element::ball ? per * last : per * last * (last + 1.0);
+    per.push_back(e == Element::ball ? r["seconds"].get<double>()
+                                     : r["seconds"].get<double>() / (2.0 * r["size"].get<int>()));
+  std::sort(per.begin(), per.end());
+  const std::size_t m = per.size() / 2;
+  const double median = per.size() % 2 ? per[m] : 0.5 * (per[m - 1] + per[m]);
+  return e == Element::ball ? median * last : median * last * (last + 1.0);
 }
 
 /// Metrics and targets of an existing granulometry.json that this run does not write (the
@@ -115,12 +125,37 @@ void keep_other_entries(bench::Result& result) {
     for (const auto& [key, value] : old[section].items())
       if (!doc[section].contains(key)) doc[section][key] = value;
   }
+  for (const auto& [key, value] : old["metrics"].items()) {  // peers of elements not run now
+    if (key.rfind("peers_", 0) != 0 || !value.is_object()) continue;
+    auto& now = doc["metrics"][key];
+    for (const auto& [lib, by_element] : value.items()) {
+      if (!by_element.is_object()) continue;
+      for (const auto& [element, entry] : by_element.items())
+        if (!now.contains(lib) || !now[lib].is_object() || !now[lib].contains(element)) now[lib][element] = entry;
+    }
+  }
+  // With --elements or --sizes, the rows of volumes and elements this run did not measure stay
+  // (each keeps the commit and date it was measured at).
+  const auto& old_runs = old["metrics"].value("runs", nlohmann::json::array());
+  auto& runs = doc["metrics"]["runs"];
+  for (const auto& row : old_runs) {
+    bool measured = false;
+    for (const auto& now : runs)
+      measured = measured || (now.value("volume", 0) == row.value("volume", 0) &&
+                              now.value("element", "") == row.value("element", ""));
+    if (!measured) {
+      nlohmann::json kept = row;
+      if (!kept.contains("commit")) kept["commit"] = old.value("commit", "");
+      if (!kept.contains("date")) kept["date"] = old.value("date", "");
+      runs.push_back(kept);
+    }
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string sizes_text = "512,1024", workdir = "/tmp", python = "python3";
+  std::string sizes_text = "512,1024", elements_text = "octahedron,cube,ball", workdir = "/tmp", python = "python3";
   if (std::filesystem::exists("/usr/bin/python3")) python = "/usr/bin/python3";
   int last = 50;
   bool peers = true;
@@ -129,6 +164,7 @@ int main(int argc, char** argv) {
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--sizes") sizes_text = next();
     else if (a == "--max-size") last = std::stoi(next());
+    else if (a == "--elements") elements_text = next();
     else if (a == "--workdir") workdir = next();
     else if (a == "--python") python = next();
     else if (a == "--no-peers") peers = false;
@@ -155,7 +191,21 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-10s %9s %9s %10s %9s %7s %10s %10s %8s\n", "volume", "element", "gpu s", "e2e s", "GB moved",
               "floor s", "ratio", "cupy s*", "scipy s*", "speedup");
   nlohmann::json rows = nlohmann::json::array();
-  const Element elements[] = {Element::octahedron, Element::cube, Element::ball};
+  std::vector<Element> elements;
+  {
+    std::stringstream ss(elements_text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      if (part == "octahedron") elements.push_back(Element::octahedron);
+      else if (part == "cube") elements.push_back(Element::cube);
+      else if (part == "ball") elements.push_back(Element::ball);
+      else {
+        std::fprintf(stderr, "granulometry_bench: --elements: unknown element '%s' (octahedron, cube, ball)\n",
+                     part.c_str());
+        return 2;
+      }
+    }
+  }
   for (int size : parse_list(sizes_text)) {
     const std::string file = workdir + "/weft_granulometry_" + std::to_string(size) + ".h5";
     const io::DatasetRef ref{file, "/exchange/data"};
@@ -171,7 +221,8 @@ int main(int argc, char** argv) {
       const std::string out = workdir + "/weft_granulometry_peers_" + std::to_string(size) + ".json";
       // scipy only on the smaller volume, at size 1 (one 512³ EDT takes tens of seconds).
       const std::string args = size <= 512 ? " --sizes 1,2 --budget 15" : " --sizes 1,2,4 --budget 15 --no-scipy";
-      const std::string cmd = python + " " + WEFT_PEERS_SCRIPT + " --input " + ref.str() + " --json " + out + args;
+      const std::string cmd = python + " " + WEFT_PEERS_SCRIPT + " --input " + ref.str() + " --json " + out + args +
+                              " --elements " + elements_text;
       std::printf("peers: %s\n", cmd.c_str());
       if (std::system(cmd.c_str()) == 0) {
         std::ifstream f(out);
@@ -208,7 +259,7 @@ int main(int argc, char** argv) {
       nlohmann::json row = {{"volume", size}, {"element", name}, {"gpu_seconds", gpu},
                             {"end_to_end_seconds", end_to_end}, {"sizes_computed", computed},
                             {"method", bits    ? "bit-packed openings (1 cross step per launch)"
-                                       : shell ? "shell passes (bits, windowed y from them, z with early stop)"
+                                       : shell ? "shell passes (bits, windowed y to reaches, z sweeps of the reach intervals)"
                                                : "distance passes"},
                             {"bytes_moved", moved}, {"bytes_floor_seconds", bytes_floor},
                             {"compute_floor_seconds", compute_floor}, {"floor_seconds", floor}, {"ratio", gpu / floor},

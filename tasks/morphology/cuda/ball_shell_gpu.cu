@@ -1,18 +1,25 @@
 // Ball openings of radius w = ⌊√r⌋ ≤ 63 from the bounded erosion distances D (u16), three
 // launches per size instead of the row pass, two windowed passes and a count:
-// 1. pack: E = {D > r} and F = {D > 0} as bits (a ballot per 32 voxels);
+// 1. pack: E = {D > r} and P = {0 < D ≤ r} (foreground outside the erosion) as bits, a ballot
+//    per 32 voxels; the erosion voxels of the counted planes are counted here (every ball
+//    centred in E contains its centre) and written in the size map;
 // 2. y: per window row, dx = the distance along x to the nearest E voxel of the row (clz / ffs
 //    of 64-bit windows of the bits, ≤ w, else none), then g = min over |dy| < W of dx(y + dy)² +
-//    dy², capped at r + 1, on u16 pairs, stopping once no further offset can lower a minimum;
-// 3. z, counted planes only: a voxel is in the opening iff it is in E, or it is in F and
-//    min over |dz| < W of g(z + dz) + dz² ≤ r. Background voxels are never in it (every ball
-//    centred in E lies in the foreground), so a warp whose voxels are all in E or background
-//    skips the window, a block whose tile has none left skips loading it, and the window runs
-//    centre out and stops once every shell voxel of the warp has been found.
+//    dy², capped at r + 1, on u16 pairs, stopping once no further offset can lower a minimum
+//    and skipping the offsets whose rows hold no E voxel within w along x in the whole tile;
+//    stored as the reach ρ = ⌊√(r − g)⌋ (−1 where g > r): the ball of radius w around the
+//    nearest E voxel of the plane covers the voxels of this column within ρ along z;
+// 3. z, counted planes only: a voxel of P is in the opening iff some ρ(z') ≥ |z − z'|, the
+//    union of the reach intervals of its column. Two sweeps per chunk of 32 planes decide it in
+//    O(1) per voxel: upward R(z) = max(R(z − 1) − 1, ρ(z)) covers the intervals centred below,
+//    downward the ones above (each sweep starts w planes outside the chunk, since ρ ≤ w).
+//    Background voxels are never in the opening; a chunk without P voxels is skipped.
 // W = ⌈(w + 1) / 8⌉·8: offsets beyond w add more than r (d² ≥ (w + 1)² > r), so they leave every
-// minimum ≤ r as it is and every other one > r, which is all the count needs.
+// minimum ≤ r as it is and every other one > r, which is all the reach needs.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "distance_gpu.cuh"
 #include "weft/cuda.hpp"
@@ -28,232 +35,337 @@ constexpr int kItems = 8;                  // consecutive outputs per thread alo
 constexpr int kTile = kWarps * kItems;
 constexpr int kTileX = 64;                 // voxels across a tile: 32 lanes × a u16 pair
 constexpr int kRowWords = kTileX / 32 + 4;  // bit words of a tile row with 64 bits each side
-constexpr int kStage = 8;                  // window rows loaded per thread before they are stored
+constexpr int kBatch = 8;                  // planes loaded together by the z sweep
+constexpr int kSweepThreads = 256;
+constexpr int kMaxRows = kTile + 2 * 64;   // window rows of a y tile (W ≤ 64)
+constexpr std::uint32_t kMinus1 = 0xFFFFFFFFu;  // (−1, −1) as s16 pairs
 constexpr std::uint32_t kSplat = 0x10001u;
 static_assert(kItems == 8, "the window runs in blocks of 8 offsets");
 
 __host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// E and F bits of rows of X voxels, ⌈X/32⌉ words a row: one warp per run of 1024 voxels of a
-/// row, a ballot per 32 voxels, lane c keeping word c, so that each warp stores its words at once.
+/// E and P bits of rows of X voxels, ⌈X/32⌉ words a row: one warp per run of 1024 voxels of a
+/// row, lane c ending with word c, so that each warp stores its words at once. Scalar: a u16 per
+/// lane and load, a ballot per 32 voxels. Vector (X % 8 == 0, D 16-byte aligned): 8 voxels per
+/// lane and load (512 bytes a warp), their 8 bits gathered into words by shuffles.
+/// Rows [count_row0, count_row1) are counted: *count += |E| there, size_map ← n on E there.
+template <bool kVector>
 __global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint16_t* D, unsigned rows, int X,
-                                                                 int wpr, std::uint32_t r, std::uint32_t* ebits,
-                                                                 std::uint32_t* fbits) {
+                                                                 int wpr, std::uint32_t r, unsigned count_row0,
+                                                                 unsigned count_row1, std::uint32_t* ebits,
+                                                                 std::uint32_t* pbits, std::int32_t* size_map, int n,
+                                                                 unsigned long long* count) {
+  __shared__ unsigned long long partial[kPackThreads / 32];
   const int lane = threadIdx.x & 31;
   const unsigned runs_per_row = static_cast<unsigned>(ceil_div(X, 1024)), tasks = rows * runs_per_row;
   const unsigned warps = gridDim.x * (kPackThreads / 32);
+  unsigned long long counted_e = 0;
   for (unsigned t = blockIdx.x * (kPackThreads / 32) + (threadIdx.x >> 5); t < tasks; t += warps) {
     const unsigned row = t / runs_per_row;
+    const bool counted = row >= count_row0 && row < count_row1;
     const int x0 = static_cast<int>(t % runs_per_row) * 1024;
     const std::uint16_t* src = D + static_cast<std::int64_t>(row) * X;
     std::uint32_t my_e = 0, my_f = 0;
-    for (int c0 = 0; c0 < 32; c0 += kPackChunks) {
-      std::uint32_t v[kPackChunks];
+    if constexpr (kVector) {
+      uint4 q[4];  // voxels x0 + 256·k + 8·lane .. + 8
 #pragma unroll
-      for (int c = 0; c < kPackChunks; ++c) {
-        const int x = x0 + 32 * (c0 + c) + lane;
-        v[c] = x < X ? src[x] : 0u;
+      for (int k = 0; k < 4; ++k) {
+        const int x = x0 + 256 * k + 8 * lane;
+        q[k] = x < X ? *reinterpret_cast<const uint4*>(src + x) : make_uint4(0, 0, 0, 0);
       }
+      const std::uint32_t rpair = r * kSplat;
 #pragma unroll
-      for (int c = 0; c < kPackChunks; ++c) {
-        const std::uint32_t e = __ballot_sync(~0u, v[c] > r), f = __ballot_sync(~0u, v[c] > 0);
-        if (lane == c0 + c) {
-          my_e = e;
-          my_f = f;
+      for (int k = 0; k < 4; ++k) {
+        const std::uint32_t u[4] = {q[k].x, q[k].y, q[k].z, q[k].w};
+        std::uint32_t me = 0, mf = 0;
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          const std::uint32_t ge = __vcmpgtu2(u[h], rpair), gf = __vcmpgtu2(u[h], 0u);
+          me |= ((ge & 1u) | ((ge >> 15) & 2u)) << (2 * h);
+          mf |= ((gf & 1u) | ((gf >> 15) & 2u)) << (2 * h);
+        }
+        if (size_map && counted && me) {
+          std::int32_t* m = size_map + static_cast<std::int64_t>(row - count_row0) * X + x0 + 256 * k + 8 * lane;
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            if ((me >> i) & 1u) m[i] = n;
+        }
+        // Lanes 4j .. 4j + 3 hold word 8k + j, 8 bits each; lane 8k + j ends with it.
+        me <<= 8 * (lane & 3);
+        mf <<= 8 * (lane & 3);
+        me |= __shfl_xor_sync(~0u, me, 1);
+        mf |= __shfl_xor_sync(~0u, mf, 1);
+        me |= __shfl_xor_sync(~0u, me, 2);
+        mf |= __shfl_xor_sync(~0u, mf, 2);
+        const std::uint32_t we = __shfl_sync(~0u, me, 4 * (lane & 7)), wf = __shfl_sync(~0u, mf, 4 * (lane & 7));
+        if ((lane >> 3) == k) {
+          my_e = we;
+          my_f = wf;
+        }
+      }
+    } else {
+      for (int c0 = 0; c0 < 32; c0 += kPackChunks) {
+        std::uint32_t v[kPackChunks];
+#pragma unroll
+        for (int c = 0; c < kPackChunks; ++c) {
+          const int x = x0 + 32 * (c0 + c) + lane;
+          v[c] = x < X ? src[x] : 0u;
+        }
+#pragma unroll
+        for (int c = 0; c < kPackChunks; ++c) {
+          const std::uint32_t e = __ballot_sync(~0u, v[c] > r), f = __ballot_sync(~0u, v[c] > 0);
+          if (lane == c0 + c) {
+            my_e = e;
+            my_f = f;
+          }
+        }
+        if (size_map && counted) {
+#pragma unroll
+          for (int c = 0; c < kPackChunks; ++c)
+            if (v[c] > r)
+              size_map[static_cast<std::int64_t>(row - count_row0) * X + x0 + 32 * (c0 + c) + lane] = n;
         }
       }
     }
     const int word = x0 / 32 + lane;
     if (word < wpr) {
       ebits[static_cast<std::int64_t>(row) * wpr + word] = my_e;
-      fbits[static_cast<std::int64_t>(row) * wpr + word] = my_f;
+      pbits[static_cast<std::int64_t>(row) * wpr + word] = my_f & ~my_e;
+      if (counted) counted_e += static_cast<unsigned>(__popc(my_e));
     }
+  }
+  for (int s = 16; s > 0; s /= 2) counted_e += __shfl_down_sync(~0u, counted_e, s);
+  if (lane == 0) partial[threadIdx.x >> 5] = counted_e;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long total = 0;
+    for (int i = 0; i < kPackThreads / 32; ++i) total += partial[i];
+    if (total) atomicAdd(count, total);
   }
 }
 
 /// acc[k] ← min(acc[k], window row (k + d) + d²) over d in [−W, W), centre out in blocks of 8
 /// offsets (0..7 and −1..−8 first); `column` is this thread's column at the row of item 0 and
-/// offset 0. After each pair of blocks `done(next)` may stop the loop (it must be warp-uniform);
-/// the offsets still to come are all at least `next` away.
-template <class Done>
+/// offset 0. A block of offsets runs only if `rows_hold(j)` (warp-uniform) says that the 15
+/// window rows j .. j + 14 from `column`'s row may lower a minimum. After each pair of blocks
+/// `done(next)` may stop the loop (it must be warp-uniform); the offsets still to come are all at
+/// least `next` away.
+template <class Holds, class Done>
 __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, std::uint32_t (&acc)[kItems],
-                                           Done done) {
+                                           Holds rows_hold, Done done) {
   for (int b = 0; b < W; b += 8) {
     std::uint32_t ring[2 * kItems - 1];
+    if (rows_hold(b)) {
 #pragma unroll
-    for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(b + j) * 32];
+      for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(b + j) * 32];
 #pragma unroll
-    for (int di = 0; di < kItems; ++di) {
-      const std::uint32_t off = static_cast<std::uint32_t>((b + di) * (b + di)) * kSplat;
+      for (int di = 0; di < kItems; ++di) {
+        const std::uint32_t off = static_cast<std::uint32_t>((b + di) * (b + di)) * kSplat;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[di + k], off, acc[k]);
+        for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[di + k], off, acc[k]);
+      }
     }
     // Offsets d = −(b + 1 + di): row k + d = (−b − 8) + (k − di + 7).
+    if (rows_hold(-b - 8)) {
 #pragma unroll
-    for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(j - b - 8) * 32];
+      for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(j - b - 8) * 32];
 #pragma unroll
-    for (int di = 0; di < kItems; ++di) {
-      const int dd = b + 1 + di;
-      const std::uint32_t off = static_cast<std::uint32_t>(dd * dd) * kSplat;
+      for (int di = 0; di < kItems; ++di) {
+        const int dd = b + 1 + di;
+        const std::uint32_t off = static_cast<std::uint32_t>(dd * dd) * kSplat;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[k - di + 7], off, acc[k]);
+        for (int k = 0; k < kItems; ++k) acc[k] = __viaddmin_u16x2(ring[k - di + 7], off, acc[k]);
+      }
     }
     if (done(b + 8)) return;
   }
 }
 
-/// y pass: tiles of kTileX x × kTile y of one plane; g (u16 pairs) ← the capped minima. The
-/// window rows are first staged as E bits (the tile's two words and two each side), then turned
-/// into dx² per voxel.
-__global__ __launch_bounds__(32 * kWarps) void ball_y_kernel(const std::uint32_t* ebits, std::uint32_t* g, int X,
+/// y pass: tiles of kTileX x × kTile y of one plane; rho (s16 pairs) ← the reach of the capped
+/// minima. The window rows are first staged as E bits (the tile's two words and two each side),
+/// then turned into dx² per voxel, each row flagged when one of its voxels has an E voxel within
+/// w along x.
+__global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint32_t* ebits, std::uint32_t* rho, int X,
                                                              int Y, int Z, int wpr, int w, int r, int W) {
-  extern __shared__ std::uint32_t win[];  // (kTile + 2W) rows of 32 words, then their bits
+  // (kTile + 2W) rows of 32 words, then their bits, then the reach of g = 0 .. r + 1.
+  extern __shared__ std::uint32_t win[];
+  __shared__ std::uint32_t flagged[kMaxRows / 32 + 1];  // rows with an E voxel within w
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
-  const unsigned x_tiles = static_cast<unsigned>(ceil_div(X, kTileX)), y_tiles = static_cast<unsigned>(ceil_div(Y, kTile));
-  const unsigned tiles = x_tiles * y_tiles * static_cast<unsigned>(Z);
   const std::uint32_t cap1 = static_cast<std::uint32_t>(r + 1), cap = cap1 * kSplat;
   const int rows = kTile + 2 * W;
   std::uint32_t* bits = win + rows * 32;
-  for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const unsigned xt = t % x_tiles, rest = t / x_tiles;
-    const int y0 = static_cast<int>(rest % y_tiles) * kTile;
-    const std::int64_t z = rest / y_tiles;
-    const int word0 = static_cast<int>(xt) * (kTileX / 32) - 2;
+  // The block's tile column: x tile blockIdx.x, y tile blockIdx.y, planes blockIdx.z + k·gridDim.z.
+  const int y0 = static_cast<int>(blockIdx.y) * kTile, word0 = static_cast<int>(blockIdx.x) * (kTileX / 32) - 2;
+  const int x = static_cast<int>(blockIdx.x) * kTileX + 2 * tx;
+  // Staging: element i of the (rows × kRowWords) bits is word j = i % kRowWords of row i / kRowWords.
+  const std::int64_t plane_words = static_cast<std::int64_t>(Y) * wpr, plane_pairs = static_cast<std::int64_t>(Y) * X / 2;
+  auto* reach = reinterpret_cast<std::int16_t*>(bits + rows * kRowWords);
+  for (int i = tid; i <= r + 1; i += 32 * kWarps) {
+    int q = 0;
+    if (i <= r) {
+      q = static_cast<int>(sqrtf(static_cast<float>(r - i)));
+      while (q * q > r - i) --q;
+      while ((q + 1) * (q + 1) <= r - i) ++q;
+    }
+    reach[i] = static_cast<std::int16_t>(i <= r ? q : -1);
+  }
+  for (int z = blockIdx.z; z < Z; z += gridDim.z) {
+    if (tid <= kMaxRows / 32) flagged[tid] = 0;
+    const std::uint32_t* plane_bits = ebits + z * plane_words;
     for (int i = tid; i < rows * kRowWords; i += 32 * kWarps) {
-      const int row = i / kRowWords, j = i % kRowWords;
+      const int row = i / kRowWords, j = i - row * kRowWords;
       const int y = y0 - W + row, word = word0 + j;
-      bits[i] = (y >= 0 && y < Y && word >= 0 && word < wpr) ? ebits[(z * Y + y) * wpr + word] : 0u;
+      bits[i] = (y >= 0 && y < Y && word >= 0 && word < wpr) ? plane_bits[y * wpr + word] : 0u;
     }
     __syncthreads();
-    int near = 0;
-    const int p = 64 + 2 * tx;  // staged bit of this thread's first voxel
-    for (int row = ty; row < rows; row += kWarps) {
-      const std::uint32_t* E = bits + row * kRowWords;
-      std::uint32_t v = 0;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int q = p + h;
-        const int s = q - 63, c = s >> 5, e = s & 31;  // bits q − 63 .. q: nearest on the left
-        const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(E[c + 1], E[c + 2], e)) << 32) |
-                                   __funnelshift_r(E[c], E[c + 1], e);
-        const int cr = q >> 5, er = q & 31;  // bits q .. q + 63: nearest on the right
-        const std::uint64_t right = (static_cast<std::uint64_t>(__funnelshift_r(E[cr + 1], E[cr + 2], er)) << 32) |
-                                    __funnelshift_r(E[cr], E[cr + 1], er);
-        const int dl = __clzll(static_cast<long long>(left));  // 64 if none
-        const int dr = right ? __ffsll(static_cast<long long>(right)) - 1 : 64;
-        const std::uint32_t dx = static_cast<std::uint32_t>(dl < dr ? dl : dr);
-        const bool in = dx <= static_cast<std::uint32_t>(w);
-        near |= static_cast<int>(in);
-        v |= (in ? dx * dx : cap1) << (16 * h);
+    // Warp ty turns rows [ty·R, ty·R + R) into dx², R = rows / kWarps (rows = 128 + 2W, W % 8 == 0).
+    const int per_warp = rows / kWarps, row0 = ty * per_warp;
+    std::uint32_t near_rows = 0;  // bit i: row row0 + i has an E voxel within w of one of its voxels
+    // This thread's voxels are staged bits q = 64 + 2·tx and q + 1. Bits q − 63 .. q and
+    // q + 1 .. q + 64 lie in the staged words c .. c + 4, each window shifted by e.
+    const int c = (1 + 2 * tx) >> 5, e = (1 + 2 * tx) & 31;
+    const std::uint32_t wpair = static_cast<std::uint32_t>(w) * kSplat;
+    for (int i = 0; i < per_warp; ++i) {  // warp-uniform
+      const int row = row0 + i;
+      const std::uint32_t* E = bits + row * kRowWords + c;
+      const std::uint32_t e0 = E[0], e1 = E[1], e2 = E[2], e3 = E[3], e4 = E[4];
+      std::uint32_t v = cap;
+      if (__any_sync(~0u, (e0 | e1 | e2 | e3 | e4) != 0)) {  // else no E voxel within 64 of the warp's
+        // left: bit 63 = q, bit 63 − d = q − d; right: bit 0 = q + 1, bit d = q + 1 + d.
+        const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(e1, e2, e)) << 32) |
+                                   __funnelshift_r(e0, e1, e);
+        const std::uint64_t right = (static_cast<std::uint64_t>(__funnelshift_r(e3, e4, e)) << 32) |
+                                    __funnelshift_r(e2, e3, e);
+        const std::uint32_t dl0 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(left)));   // 64: none
+        const std::uint32_t dr1 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(__brevll(right))));
+        const std::uint32_t dl1 = dl0 + 1 - static_cast<std::uint32_t>(right & 1u) * (dl0 + 1);  // left of q + 1
+        const std::uint32_t dr0 = dr1 + 1 - static_cast<std::uint32_t>(left >> 63) * (dr1 + 1);  // right of q
+        const std::uint32_t dx = __vminu2(dl0 | (dl1 << 16), dr0 | (dr1 << 16));  // ≤ 65 each
+        const std::uint32_t within = __vcmpleu2(dx, wpair);
+        const std::uint32_t lo = dx & 0xFFFFu, hi = dx >> 16;
+        v = ((lo * lo + ((hi * hi) << 16)) & within) | (cap & ~within);
       }
+      near_rows |= (__any_sync(~0u, v != cap) ? 1u : 0u) << i;
       win[row * 32 + tx] = v;
     }
-    const bool any = __syncthreads_or(near) != 0;
+    if (tx == 0 && near_rows) {  // per_warp ≤ 16: the rows span at most two words
+      atomicOr(&flagged[row0 >> 5], near_rows << (row0 & 31));
+      if ((row0 & 31) + per_warp > 32) atomicOr(&flagged[(row0 >> 5) + 1], near_rows >> (32 - (row0 & 31)));
+    }
+    const bool any = __syncthreads_or(near_rows != 0) != 0;
     std::uint32_t acc[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) acc[k] = cap;
-    // Exact minima stop early: once acc ≤ d² of the next offsets, none of them lowers it.
+    // Exact minima stop early: once acc ≤ d² of the next offsets, none of them lowers it. Rows
+    // without E within w hold cap in every lane, which lowers nothing.
+    const int base = W + ty * kItems;
     if (any)
-      window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&](int next) {
-        bool all = true;
+      window_min(
+          win + base * 32 + tx, W, acc,
+          [&](int j) {
+            const int a = base + j;  // ≥ 0, and a + 14 < rows
+            return (__funnelshift_r(flagged[a >> 5], flagged[(a >> 5) + 1], a & 31) & 0x7FFFu) != 0;
+          },
+          [&](int next) {
+            bool all = true;
+#pragma unroll
+            for (int k = 0; k < kItems; ++k)
+              all = all && __vcmpleu2(acc[k], static_cast<std::uint32_t>(next * next) * kSplat) == ~0u;
+            return __all_sync(~0u, all);
+          });
+    if (x < X) {
+      std::uint32_t* out = rho + z * plane_pairs + (static_cast<std::int64_t>(y0 + ty * kItems) * X + x) / 2;
+      auto reach_pair = [&](std::uint32_t a) {
+        return static_cast<std::uint32_t>(static_cast<std::uint16_t>(reach[a & 0xFFFFu])) |
+               (static_cast<std::uint32_t>(static_cast<std::uint16_t>(reach[a >> 16])) << 16);
+      };
+      const int stride = X / 2, items = Y - (y0 + ty * kItems);
+      if (items >= kItems) {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) out[k * stride] = reach_pair(acc[k]);
+      } else {
 #pragma unroll
         for (int k = 0; k < kItems; ++k)
-          all = all && __vcmpleu2(acc[k], static_cast<std::uint32_t>(next * next) * kSplat) == ~0u;
-        return __all_sync(~0u, all);
-      });
-    const int x = static_cast<int>(xt) * kTileX + 2 * tx;
-    if (x < X) {
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int y = y0 + ty * kItems + k;
-        if (y < Y) g[((z * Y + y) * X + x) / 2] = acc[k];
+          if (k < items) out[k * stride] = reach_pair(acc[k]);
       }
     }
-    __syncthreads();  // the next tile overwrites the window
+    __syncthreads();  // the next tile overwrites the window and the flags
   }
 }
 
-/// z pass and count over the counted planes [zc0, zc1): tiles of kTileX x × kTile z of one y.
-__global__ __launch_bounds__(32 * kWarps) void ball_z_count_kernel(
-    const std::uint32_t* g, const std::uint32_t* ebits, const std::uint32_t* fbits, int X, int Y, int Z, int wpr,
-    int zc0, int zc1, int r, int W, std::int32_t* size_map, int n, unsigned long long* count) {
-  extern __shared__ std::uint32_t win[];
-  __shared__ unsigned long long partial[kWarps];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const std::int64_t plane = static_cast<std::int64_t>(Y) * X;
-  const unsigned x_tiles = static_cast<unsigned>(ceil_div(X, kTileX)),
-                 z_tiles = static_cast<unsigned>(ceil_div(zc1 - zc0, kTile));
-  const unsigned tiles = x_tiles * z_tiles * static_cast<unsigned>(Y);
-  const std::uint32_t cap = static_cast<std::uint32_t>(r + 1) * kSplat, rr = static_cast<std::uint32_t>(r) * kSplat;
-  const int rows = kTile + 2 * W;
+/// z pass and count over the counted planes [zc0, zc1): one thread per voxel pair (x, x + 1) of a
+/// row y, walking its column once upward. At plane z' the upward reach R(z') = max(R(z' − 1) − 1,
+/// ρ(z')) says whether z' is covered from below, and ρ(z') covers the planes z' − ρ .. z' − 1 from
+/// above: both go into a history of bits (bit j: plane z' − j, History: u32 for w < 32, else
+/// u64). Plane z' − w is then decided (no centre further than w reaches it), counted if in P.
+template <class History>
+__global__ __launch_bounds__(kSweepThreads, 3) void ball_z_sweep_kernel(const std::uint32_t* rho,
+                                                                     const std::uint32_t* pbits, int X, int Y, int Z,
+                                                                     int wpr, int zc0, int zc1, int w,
+                                                                     std::int32_t* size_map, int n,
+                                                                     unsigned long long* count) {
+  __shared__ unsigned long long partial[kSweepThreads / 32];
+  const int pairs = X / 2;
+  const std::int64_t columns = static_cast<std::int64_t>(pairs) * Y;
+  const int plane_pairs = Y * (X / 2), plane_words = Y * wpr;  // < 2^31 (ball_shell_applies)
+  // Planes z' walked: [z_begin, z_stop); those from out_begin decide plane z' − w; ρ exists below Z.
+  const int z_begin = zc0 - w < 0 ? 0 : zc0 - w, out_begin = zc0 + w, z_stop = zc1 + w;
+  const int z_valid = Z < z_stop ? Z : z_stop;
   unsigned long long c = 0;
-  for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const unsigned xt = t % x_tiles, rest = t / x_tiles;
-    const int z0 = zc0 + static_cast<int>(rest % z_tiles) * kTile;
-    const int y = static_cast<int>(rest / z_tiles);
-    const int x = static_cast<int>(xt) * kTileX + 2 * tx;
-    const bool x_in = x < X;
-    // Bit 2k + lane: item k (z = z0 + ty·kItems + k), voxel x + lane.
-    unsigned found = 0, pending = 0;
-    if (x_in) {
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kSweepThreads + threadIdx.x; t < columns;
+       t += static_cast<std::int64_t>(gridDim.x) * kSweepThreads) {
+    const int x = 2 * static_cast<int>(t % pairs), y = static_cast<int>(t / pairs);
+    const int shift = x & 31;
+    const std::uint32_t* col = rho + (static_cast<std::int64_t>(y) * X + x) / 2;        // plane 0
+    const std::uint32_t* pcol = pbits + static_cast<std::int64_t>(y) * wpr + (x >> 5);  // plane 0
+    std::uint32_t R = kMinus1;
+    History h0 = 0, h1 = 0;
+    // kBatch planes from zb, loads first. Outputs: whether any of them decides a plane; Checked:
+    // per plane bounds (a batch across out_begin or z_valid, or the last one), else none needed.
+    auto batch = [&](int zb, auto outputs, auto checked) {
+      constexpr bool kOutputs = decltype(outputs)::value, kChecked = decltype(checked)::value;
+      std::uint32_t v[kBatch], pw[kBatch];
+      const std::uint32_t* vp = col + static_cast<std::int64_t>(zb) * plane_pairs;
+      const std::uint32_t* pp = pcol + static_cast<std::int64_t>(zb - w) * plane_words;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int z = z0 + ty * kItems + k;
-        if (z >= zc1) continue;
-        const std::int64_t i = (static_cast<std::int64_t>(z) * Y + y) * wpr + (x >> 5);
-        const std::uint32_t e = (ebits[i] >> (x & 31)) & 3u, f = (fbits[i] >> (x & 31)) & 3u;
-        found |= e << (2 * k);
-        pending |= (f & ~e) << (2 * k);
+      for (int j = 0; j < kBatch; ++j) {
+        const int z = zb + j;
+        v[j] = !kChecked || z < z_valid ? vp[j * plane_pairs] : kMinus1;
+        if constexpr (kOutputs) pw[j] = !kChecked || (z >= out_begin && z < z_stop) ? pp[j * plane_words] >> shift : 0u;
       }
-    }
-    if (__syncthreads_or(pending != 0)) {
-      const std::uint32_t* column = g + (static_cast<std::int64_t>(y) * X + x) / 2;
-      for (int row0 = ty; row0 < rows; row0 += kWarps * kStage) {  // kStage loads in flight
-        std::uint32_t v[kStage];
 #pragma unroll
-        for (int i = 0; i < kStage; ++i) {
-          const int z = z0 - W + row0 + i * kWarps;
-          v[i] = (x_in && row0 + i * kWarps < rows && z >= 0 && z < Z)
-                     ? column[static_cast<std::int64_t>(z) * plane / 2] : cap;
-        }
-#pragma unroll
-        for (int i = 0; i < kStage; ++i)
-          if (row0 + i * kWarps < rows) win[(row0 + i * kWarps) * 32 + tx] = v[i];
-      }
-      __syncthreads();
-      if (__any_sync(~0u, pending != 0)) {
-        std::uint32_t acc[kItems];
-#pragma unroll
-        for (int k = 0; k < kItems; ++k) acc[k] = cap;
-        window_min(win + (W + ty * kItems) * 32 + tx, W, acc, [&](int) {
-          unsigned hits = 0;
-#pragma unroll
-          for (int k = 0; k < kItems; ++k) {
-            const std::uint32_t m = __vcmpleu2(acc[k], rr);
-            hits |= ((m & 1u) | ((m >> 15) & 2u)) << (2 * k);
+      for (int j = 0; j < kBatch; ++j) {
+        R = __viaddmax_s16x2(R, kMinus1, v[j]);
+        const std::uint32_t reach = __vmaxs2(v[j], 0u);  // −1 (no centre) → 0: covers nothing below
+        h0 = (h0 << 1) | ((History{2} << (reach & 0xFFFFu)) - 2) | ((~R >> 15) & 1u);
+        h1 = (h1 << 1) | ((History{2} << (reach >> 16)) - 2) | (~R >> 31);
+        if constexpr (kOutputs) {
+          const std::uint32_t f0 = static_cast<std::uint32_t>(h0 >> w) & pw[j] & 1u;
+          const std::uint32_t f1 = static_cast<std::uint32_t>(h1 >> w) & (pw[j] >> 1) & 1u;
+          c += f0 + f1;
+          if (size_map && (f0 | f1)) {
+            std::int32_t* m = size_map + (static_cast<std::int64_t>(zb + j - w - zc0) * Y + y) * X + x;
+            if (f0) m[0] = n;
+            if (f1) m[1] = n;
           }
-          found |= hits & pending;
-          pending &= ~hits;
-          return !__any_sync(~0u, pending != 0);
-        });
+        }
       }
-      __syncthreads();  // the next tile overwrites the window
-    }
-    c += static_cast<unsigned>(__popc(found));
-    if (size_map && found) {
-      for (int k = 0; k < kItems; ++k)
-        for (int lane = 0; lane < 2; ++lane)
-          if ((found >> (2 * k + lane)) & 1u)
-            size_map[static_cast<std::int64_t>(z0 + ty * kItems + k - zc0) * plane + static_cast<std::int64_t>(y) * X +
-                     x + lane] = n;
+    };
+    using yes = std::true_type;
+    using no = std::false_type;
+    for (int zb = z_begin; zb < z_stop; zb += kBatch) {
+      const bool full = zb + kBatch <= z_valid;
+      if (full && zb + kBatch <= out_begin) batch(zb, no{}, no{});
+      else if (full && zb >= out_begin) batch(zb, yes{}, no{});
+      else batch(zb, yes{}, yes{});
     }
   }
   for (int s = 16; s > 0; s /= 2) c += __shfl_down_sync(~0u, c, s);
-  if (tx == 0) partial[ty] = c;
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = c;
   __syncthreads();
-  if (tx == 0 && ty == 0) {
+  if (threadIdx.x == 0) {
     unsigned long long total = 0;
-    for (int i = 0; i < kWarps; ++i) total += partial[i];
+    for (int i = 0; i < kSweepThreads / 32; ++i) total += partial[i];
     if (total) atomicAdd(count, total);
   }
 }
@@ -276,12 +388,12 @@ bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_
   if (r < 0 || window_radius(r) > 63 || d.x % 2 != 0 || d.x < 32 || plane <= 0 || count_first % plane != 0 ||
       count_voxels % plane != 0)
     return false;
-  // The kernels loop over tiles and runs with 32-bit indices (t += gridDim stays below 2^32):
-  // every count, padded tiles included, below 2^31.
+  // The pack loops over runs with 32-bit indices (t += gridDim stays below 2^32), the y pass has
+  // x and y tiles in the grid (y tiles ≤ 65535): every count, padded tiles included, below 2^31.
   constexpr std::int64_t kMax = std::int64_t{1} << 31;
   const std::int64_t x_tiles = ceil_div(d.x, kTileX);
-  return d.x < kMax && d.y < kMax && d.z < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax &&
-         x_tiles * ceil_div(d.y, kTile) * d.z < kMax && x_tiles * ceil_div(d.z, kTile) * d.y < kMax;
+  return d.x < kMax && d.y < kMax && d.z < kMax && plane < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax &&
+         x_tiles * ceil_div(d.y, kTile) * d.z < kMax && ceil_div(d.y, kTile) <= 65535;
 }
 
 void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
@@ -295,30 +407,47 @@ void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64
   const int X = static_cast<int>(d.x), Y = static_cast<int>(d.y), Z = static_cast<int>(d.z);
   const int wpr = static_cast<int>(ceil_div(X, 32));
   const std::int64_t rows = d.z * d.y, voxels = d.voxels();
-  // work (4 bytes per voxel): g (u16), then E and F bits at a 16-byte boundary
+  // work (4 bytes per voxel): ρ (s16), then E and P bits at a 16-byte boundary
   // (2 · rows · wpr words ≤ voxels / 2 bytes for X ≥ 32).
   auto* base = static_cast<std::uint8_t*>(work);
-  auto* g = reinterpret_cast<std::uint32_t*>(base);
+  auto* rho = reinterpret_cast<std::uint32_t*>(base);
   auto* ebits = reinterpret_cast<std::uint32_t*>(base + (2 * voxels + 15) / 16 * 16);
-  auto* fbits = ebits + rows * wpr;
-  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
-  ball_pack_kernel<<<static_cast<unsigned>(pack_blocks < (1 << 20) ? pack_blocks : (1 << 20)), kPackThreads, 0,
-                     stream>>>(distance16, static_cast<unsigned>(rows), X, wpr, static_cast<std::uint32_t>(r), ebits,
-                               fbits);
-  check_launch("ball_pack_kernel", stream);
-  const std::size_t shared = static_cast<std::size_t>(kTile + 2 * W) * 32 * sizeof(std::uint32_t);
-  const std::size_t y_shared = shared + static_cast<std::size_t>(kTile + 2 * W) * kRowWords * sizeof(std::uint32_t);
-  const dim3 block(32, kWarps);
-  const std::int64_t y_tiles = ceil_div(X, kTileX) * ceil_div(Y, kTile) * d.z;
-  ball_y_kernel<<<resident_grid(ball_y_kernel, 32 * kWarps, y_shared, y_tiles), block, y_shared, stream>>>(
-      ebits, g, X, Y, Z, wpr, w, static_cast<int>(r), W);
-  check_launch("ball_y_kernel", stream);
+  auto* pbits = ebits + rows * wpr;
   const std::int64_t plane = d.y * d.x;
   const int zc0 = static_cast<int>(count_first / plane), zc1 = static_cast<int>((count_first + count_voxels) / plane);
-  const std::int64_t z_tiles = ceil_div(X, kTileX) * ceil_div(zc1 - zc0, kTile) * d.y;
-  ball_z_count_kernel<<<resident_grid(ball_z_count_kernel, 32 * kWarps, shared, z_tiles), block, shared, stream>>>(
-      g, ebits, fbits, X, Y, Z, wpr, zc0, zc1, static_cast<int>(r), W, size_map, n, count);
-  check_launch("ball_z_count_kernel", stream);
+  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
+  const bool vector = X % 8 == 0 && reinterpret_cast<std::uintptr_t>(distance16) % 16 == 0;
+  (vector ? ball_pack_kernel<true> : ball_pack_kernel<false>)<<<
+      static_cast<unsigned>(pack_blocks < (1 << 20) ? pack_blocks : (1 << 20)), kPackThreads, 0, stream>>>(
+      distance16, static_cast<unsigned>(rows), X, wpr, static_cast<std::uint32_t>(r), static_cast<unsigned>(zc0 * d.y),
+      static_cast<unsigned>(zc1 * d.y), ebits, pbits, size_map, n, count);
+  check_launch("ball_pack_kernel", stream);
+  const std::size_t y_shared = static_cast<std::size_t>(kTile + 2 * W) * (32 + kRowWords) * sizeof(std::uint32_t) +
+                               static_cast<std::size_t>(r + 2) * sizeof(std::int16_t);
+  static_assert(static_cast<std::size_t>(kMaxRows) * (32 + kRowWords) * 4 + (64 * 64 + 1) * 2 <= 48 * 1024,
+                "the y pass fits the default 48 KiB of dynamic shared memory");
+  const dim3 block(32, kWarps);
+  // Tiles: x and y tiles in the grid's x and y, planes in z: as many plane groups as keep every
+  // block resident at once (the blocks loop over their planes; a second wave would double the tail).
+  const std::int64_t xy_tiles = ceil_div(X, kTileX) * ceil_div(Y, kTile);
+  const std::int64_t resident = resident_grid(ball_y_kernel, 32 * kWarps, y_shared, xy_tiles * d.z);
+  const std::int64_t groups = std::min<std::int64_t>(d.z, std::max<std::int64_t>(1, resident / xy_tiles));
+  const dim3 y_grid(static_cast<unsigned>(ceil_div(X, kTileX)), static_cast<unsigned>(ceil_div(Y, kTile)),
+                    static_cast<unsigned>(groups));
+  ball_y_kernel<<<y_grid, block, y_shared, stream>>>(
+      ebits, rho, X, Y, Z, wpr, w, static_cast<int>(r), W);
+  check_launch("ball_y_kernel", stream);
+  const std::int64_t columns = d.x / 2 * d.y;
+  if (w < 32) {
+    auto* kernel = ball_z_sweep_kernel<std::uint32_t>;
+    kernel<<<resident_grid(kernel, kSweepThreads, 0, ceil_div(columns, kSweepThreads)), kSweepThreads, 0, stream>>>(
+        rho, pbits, X, Y, Z, wpr, zc0, zc1, w, size_map, n, count);
+  } else {
+    auto* kernel = ball_z_sweep_kernel<std::uint64_t>;
+    kernel<<<resident_grid(kernel, kSweepThreads, 0, ceil_div(columns, kSweepThreads)), kSweepThreads, 0, stream>>>(
+        rho, pbits, X, Y, Z, wpr, zc0, zc1, w, size_map, n, count);
+  }
+  check_launch("ball_z_sweep_kernel", stream);
 }
 
 }  // namespace weft::morphology::cuda

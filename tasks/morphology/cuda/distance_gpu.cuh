@@ -79,10 +79,10 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                                       std::int64_t count_voxels);
 /// Ball opening of r (ball_shell_gpu.cu): *count += |{p counted : d(p, {D > r}) ≤ r}| and
 /// size_map ← n there (if set), from `distance16` (launch_bounded_ball_distance with bound ≥ r):
-/// a pack of the erosion and the foreground to bits, a y pass that turns the bits into x
-/// distances and takes windowed minima on u16 pairs, and a z pass that counts, skipping
-/// background and erosion voxels and stopping once every voxel is decided.
-/// `work` holds 4 bytes per voxel.
+/// a pack of the erosion and the rest of the foreground to bits (counting the erosion), a y pass
+/// that turns the bits into x distances, takes windowed minima on u16 pairs and stores each
+/// voxel's reach along z, and a z pass that decides the rest of the foreground by two sweeps over
+/// those reaches, O(1) per voxel. `work` holds 4 bytes per voxel.
 void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
                                      std::int32_t* size_map, int n, std::int64_t count_first,
                                      std::int64_t count_voxels, unsigned long long* count, cudaStream_t stream);

@@ -30,9 +30,10 @@ namespace {
 
 constexpr int kPackThreads = 256;
 constexpr int kPackChunks = 8;             // u16 loads per lane in flight before their ballots
-constexpr int kWarps = 16;                 // line tiles of kWarps × kItems outputs
-constexpr int kItems = 8;                  // consecutive outputs per thread along the line
+constexpr int kWarps = 16;                 // y tiles of kWarps × kItems lines
+constexpr int kItems = 8;                  // consecutive outputs per thread along y
 constexpr int kTile = kWarps * kItems;
+constexpr int kRing = kItems + 7;          // window rows of one block of 8 offsets
 constexpr int kTileX = 64;                 // voxels across a tile: 32 lanes × a u16 pair
 constexpr int kRowWords = kTileX / 32 + 4;  // bit words of a tile row with 64 bits each side
 constexpr int kBatch = 8;                  // planes loaded together by the z sweep
@@ -40,21 +41,24 @@ constexpr int kSweepThreads = 256;
 constexpr int kMaxRows = kTile + 2 * 64;   // window rows of a y tile (W ≤ 64)
 constexpr std::uint32_t kMinus1 = 0xFFFFFFFFu;  // (−1, −1) as s16 pairs
 constexpr std::uint32_t kSplat = 0x10001u;
-static_assert(kItems == 8, "the window runs in blocks of 8 offsets");
+static_assert(kRing <= 32, "a block of 8 offsets reads kRing window rows, flagged in one word");
 
 __host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// E and P bits of rows of X voxels, ⌈X/32⌉ words a row: one warp per run of 1024 voxels of a
-/// row, lane c ending with word c, so that each warp stores its words at once. Scalar: a u16 per
-/// lane and load, a ballot per 32 voxels. Vector (X % 8 == 0, D 16-byte aligned): 8 voxels per
-/// lane and load (512 bytes a warp), their 8 bits gathered into words by shuffles.
-/// Rows [count_row0, count_row1) are counted: *count += |E| there, size_map ← n on E there.
-template <bool kVector>
-__global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint16_t* D, unsigned rows, int X,
-                                                                 int wpr, std::uint32_t r, unsigned count_row0,
+/// E = {v > thr} and P = {0 < v ≤ thr} as bits of rows of X voxels, ⌈X/32⌉ words a row, from
+/// T = u16 erosion distances (thr = r) or u8 levels ⌈√D⌉ (thr = w, for r = w²): one warp per run
+/// of 1024 voxels of a row, lane c ending with word c, so that each warp stores its words at once.
+/// Scalar: a voxel per lane and load, a ballot per 32 voxels. Vector (X a multiple of the 16-byte
+/// vector, D 16-byte aligned): 16 bytes per lane and load (512 a warp), their bits gathered into
+/// words by shuffles. Rows [count_row0, count_row1) are counted: *count += |E| there, size_map ← n
+/// on E there.
+template <class T, bool kVector>
+__global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const T* D, unsigned rows, int X, int wpr,
+                                                                 std::uint32_t thr, unsigned count_row0,
                                                                  unsigned count_row1, std::uint32_t* ebits,
                                                                  std::uint32_t* pbits, std::int32_t* size_map, int n,
                                                                  unsigned long long* count) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2, "u8 levels or u16 distances");
   __shared__ unsigned long long partial[kPackThreads / 32];
   const int lane = threadIdx.x & 31;
   const unsigned runs_per_row = static_cast<unsigned>(ceil_div(X, 1024)), tasks = rows * runs_per_row;
@@ -64,41 +68,51 @@ __global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint
     const unsigned row = t / runs_per_row;
     const bool counted = row >= count_row0 && row < count_row1;
     const int x0 = static_cast<int>(t % runs_per_row) * 1024;
-    const std::uint16_t* src = D + static_cast<std::int64_t>(row) * X;
+    const T* src = D + static_cast<std::int64_t>(row) * X;
     std::uint32_t my_e = 0, my_f = 0;
     if constexpr (kVector) {
-      uint4 q[4];  // voxels x0 + 256·k + 8·lane .. + 8
+      // V voxels per lane and load; the lanes per word and the words per load of the warp.
+      constexpr int V = 16 / sizeof(T), kLoads = 1024 / (32 * V), kLanesPerWord = 32 / V;
+      uint4 q[kLoads];  // voxels x0 + 32·V·k + V·lane .. + V
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int x = x0 + 256 * k + 8 * lane;
+      for (int k = 0; k < kLoads; ++k) {
+        const int x = x0 + 32 * V * k + V * lane;
         q[k] = x < X ? *reinterpret_cast<const uint4*>(src + x) : make_uint4(0, 0, 0, 0);
       }
-      const std::uint32_t rpair = r * kSplat;
+      const std::uint32_t splat = sizeof(T) == 1 ? thr * 0x01010101u : thr * kSplat;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < kLoads; ++k) {
         const std::uint32_t u[4] = {q[k].x, q[k].y, q[k].z, q[k].w};
-        std::uint32_t me = 0, mf = 0;
+        std::uint32_t me = 0, mf = 0;  // bit i: voxel V·lane + i of the load
 #pragma unroll
         for (int h = 0; h < 4; ++h) {
-          const std::uint32_t ge = __vcmpgtu2(u[h], rpair), gf = __vcmpgtu2(u[h], 0u);
-          me |= ((ge & 1u) | ((ge >> 15) & 2u)) << (2 * h);
-          mf |= ((gf & 1u) | ((gf >> 15) & 2u)) << (2 * h);
+          if constexpr (sizeof(T) == 1) {
+            const std::uint32_t ge = __vcmpgtu4(u[h], splat), gf = __vcmpgtu4(u[h], 0u);
+            me |= (((ge >> 7) & 1u) | ((ge >> 14) & 2u) | ((ge >> 21) & 4u) | ((ge >> 28) & 8u)) << (4 * h);
+            mf |= (((gf >> 7) & 1u) | ((gf >> 14) & 2u) | ((gf >> 21) & 4u) | ((gf >> 28) & 8u)) << (4 * h);
+          } else {
+            const std::uint32_t ge = __vcmpgtu2(u[h], splat), gf = __vcmpgtu2(u[h], 0u);
+            me |= ((ge & 1u) | ((ge >> 15) & 2u)) << (2 * h);
+            mf |= ((gf & 1u) | ((gf >> 15) & 2u)) << (2 * h);
+          }
         }
         if (size_map && counted && me) {
-          std::int32_t* m = size_map + static_cast<std::int64_t>(row - count_row0) * X + x0 + 256 * k + 8 * lane;
+          std::int32_t* m = size_map + static_cast<std::int64_t>(row - count_row0) * X + x0 + 32 * V * k + V * lane;
 #pragma unroll
-          for (int i = 0; i < 8; ++i)
+          for (int i = 0; i < V; ++i)
             if ((me >> i) & 1u) m[i] = n;
         }
-        // Lanes 4j .. 4j + 3 hold word 8k + j, 8 bits each; lane 8k + j ends with it.
-        me <<= 8 * (lane & 3);
-        mf <<= 8 * (lane & 3);
-        me |= __shfl_xor_sync(~0u, me, 1);
-        mf |= __shfl_xor_sync(~0u, mf, 1);
-        me |= __shfl_xor_sync(~0u, me, 2);
-        mf |= __shfl_xor_sync(~0u, mf, 2);
-        const std::uint32_t we = __shfl_sync(~0u, me, 4 * (lane & 7)), wf = __shfl_sync(~0u, mf, 4 * (lane & 7));
-        if ((lane >> 3) == k) {
+        // Lanes kLanesPerWord·j .. + kLanesPerWord − 1 hold word V·k + j; lane V·k + j ends with it.
+        me <<= V * (lane % kLanesPerWord);
+        mf <<= V * (lane % kLanesPerWord);
+#pragma unroll
+        for (int o = 1; o < kLanesPerWord; o *= 2) {
+          me |= __shfl_xor_sync(~0u, me, o);
+          mf |= __shfl_xor_sync(~0u, mf, o);
+        }
+        const int from = kLanesPerWord * (lane % V);
+        const std::uint32_t we = __shfl_sync(~0u, me, from), wf = __shfl_sync(~0u, mf, from);
+        if (lane / V == k) {
           my_e = we;
           my_f = wf;
         }
@@ -113,7 +127,7 @@ __global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint
         }
 #pragma unroll
         for (int c = 0; c < kPackChunks; ++c) {
-          const std::uint32_t e = __ballot_sync(~0u, v[c] > r), f = __ballot_sync(~0u, v[c] > 0);
+          const std::uint32_t e = __ballot_sync(~0u, v[c] > thr), f = __ballot_sync(~0u, v[c] > 0);
           if (lane == c0 + c) {
             my_e = e;
             my_f = f;
@@ -122,7 +136,7 @@ __global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint
         if (size_map && counted) {
 #pragma unroll
           for (int c = 0; c < kPackChunks; ++c)
-            if (v[c] > r)
+            if (v[c] > thr)
               size_map[static_cast<std::int64_t>(row - count_row0) * X + x0 + 32 * (c0 + c) + lane] = n;
         }
       }
@@ -146,18 +160,18 @@ __global__ __launch_bounds__(kPackThreads) void ball_pack_kernel(const std::uint
 
 /// acc[k] ← min(acc[k], window row (k + d) + d²) over d in [−W, W), centre out in blocks of 8
 /// offsets (0..7 and −1..−8 first); `column` is this thread's column at the row of item 0 and
-/// offset 0. A block of offsets runs only if `rows_hold(j)` (warp-uniform) says that the 15
-/// window rows j .. j + 14 from `column`'s row may lower a minimum. After each pair of blocks
+/// offset 0. A block of offsets runs only if `rows_hold(j)` (warp-uniform) says that the kRing
+/// window rows j .. j + kRing − 1 from `column`'s row may lower a minimum. After each pair of blocks
 /// `done(next)` may stop the loop (it must be warp-uniform); the offsets still to come are all at
 /// least `next` away.
 template <class Holds, class Done>
 __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, std::uint32_t (&acc)[kItems],
                                            Holds rows_hold, Done done) {
   for (int b = 0; b < W; b += 8) {
-    std::uint32_t ring[2 * kItems - 1];
+    std::uint32_t ring[kRing];
     if (rows_hold(b)) {
 #pragma unroll
-      for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(b + j) * 32];
+      for (int j = 0; j < kRing; ++j) ring[j] = column[(b + j) * 32];
 #pragma unroll
       for (int di = 0; di < kItems; ++di) {
         const std::uint32_t off = static_cast<std::uint32_t>((b + di) * (b + di)) * kSplat;
@@ -168,7 +182,7 @@ __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, s
     // Offsets d = −(b + 1 + di): row k + d = (−b − 8) + (k − di + 7).
     if (rows_hold(-b - 8)) {
 #pragma unroll
-      for (int j = 0; j < 2 * kItems - 1; ++j) ring[j] = column[(j - b - 8) * 32];
+      for (int j = 0; j < kRing; ++j) ring[j] = column[(j - b - 8) * 32];
 #pragma unroll
       for (int di = 0; di < kItems; ++di) {
         const int dd = b + 1 + di;
@@ -184,12 +198,14 @@ __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, s
 /// y pass: tiles of kTileX x × kTile y of one plane; rho (s16 pairs) ← the reach of the capped
 /// minima. The window rows are first staged as E bits (the tile's two words and two each side),
 /// then turned into dx² per voxel, each row flagged when one of its voxels has an E voxel within
-/// w along x.
+/// w along x. kNarrow (w < 32): x distances from 32-bit windows, else 64-bit ones.
+template <bool kNarrow>
 __global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint32_t* ebits, std::uint32_t* rho, int X,
                                                              int Y, int Z, int wpr, int w, int r, int W) {
-  // (kTile + 2W) rows of 32 words, then their bits, then the reach of g = 0 .. r + 1.
+  // (kTile + 2W) rows of 32 words, then their bits.
   extern __shared__ std::uint32_t win[];
   __shared__ std::uint32_t flagged[kMaxRows / 32 + 1];  // rows with an E voxel within w
+  __shared__ std::int16_t reach[64 * 64 + 1];           // reach of g = 0 .. r + 1 (r + 1 ≤ 64²)
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
   const std::uint32_t cap1 = static_cast<std::uint32_t>(r + 1), cap = cap1 * kSplat;
   const int rows = kTile + 2 * W;
@@ -199,7 +215,6 @@ __global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint3
   const int x = static_cast<int>(blockIdx.x) * kTileX + 2 * tx;
   // Staging: element i of the (rows × kRowWords) bits is word j = i % kRowWords of row i / kRowWords.
   const std::int64_t plane_words = static_cast<std::int64_t>(Y) * wpr, plane_pairs = static_cast<std::int64_t>(Y) * X / 2;
-  auto* reach = reinterpret_cast<std::int16_t*>(bits + rows * kRowWords);
   for (int i = tid; i <= r + 1; i += 32 * kWarps) {
     int q = 0;
     if (i <= r) {
@@ -221,30 +236,46 @@ __global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint3
     // Warp ty turns rows [ty·R, ty·R + R) into dx², R = rows / kWarps (rows = 128 + 2W, W % 8 == 0).
     const int per_warp = rows / kWarps, row0 = ty * per_warp;
     std::uint32_t near_rows = 0;  // bit i: row row0 + i has an E voxel within w of one of its voxels
-    // This thread's voxels are staged bits q = 64 + 2·tx and q + 1. Bits q − 63 .. q and
-    // q + 1 .. q + 64 lie in the staged words c .. c + 4, each window shifted by e.
-    const int c = (1 + 2 * tx) >> 5, e = (1 + 2 * tx) & 31;
+    // This thread's voxels are staged bits q = 64 + 2·tx and q + 1. Wide: bits q − 63 .. q and
+    // q + 1 .. q + 64 lie in the staged words c .. c + 4, each window shifted by e. Narrow: bits
+    // q − 31 .. q and q + 1 .. q + 32 in words c .. c + 2.
+    const int s0 = kNarrow ? 33 + 2 * tx : 1 + 2 * tx, c = s0 >> 5, e = s0 & 31;
     const std::uint32_t wpair = static_cast<std::uint32_t>(w) * kSplat;
     for (int i = 0; i < per_warp; ++i) {  // warp-uniform
       const int row = row0 + i;
       const std::uint32_t* E = bits + row * kRowWords + c;
-      const std::uint32_t e0 = E[0], e1 = E[1], e2 = E[2], e3 = E[3], e4 = E[4];
-      std::uint32_t v = cap;
-      if (__any_sync(~0u, (e0 | e1 | e2 | e3 | e4) != 0)) {  // else no E voxel within 64 of the warp's
+      std::uint32_t v = cap, dl0, dr1, bit_q, bit_q1;
+      if constexpr (kNarrow) {
+        const std::uint32_t e0 = E[0], e1 = E[1], e2 = E[2];
+        if (!__any_sync(~0u, (e0 | e1 | e2) != 0)) goto store;  // no E voxel within 32 of the warp's
+        // left: bit 31 = q, bit 31 − d = q − d; right: bit 0 = q + 1, bit d = q + 1 + d.
+        const std::uint32_t left = __funnelshift_r(e0, e1, e), right = __funnelshift_r(e1, e2, e);
+        dl0 = static_cast<std::uint32_t>(__clz(static_cast<int>(left)));           // 32: none
+        dr1 = static_cast<std::uint32_t>(__clz(static_cast<int>(__brev(right))));  // 32: none
+        bit_q = left >> 31;
+        bit_q1 = right & 1u;
+      } else {
+        const std::uint32_t e0 = E[0], e1 = E[1], e2 = E[2], e3 = E[3], e4 = E[4];
+        if (!__any_sync(~0u, (e0 | e1 | e2 | e3 | e4) != 0)) goto store;  // none within 64 of the warp's
         // left: bit 63 = q, bit 63 − d = q − d; right: bit 0 = q + 1, bit d = q + 1 + d.
         const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(e1, e2, e)) << 32) |
                                    __funnelshift_r(e0, e1, e);
         const std::uint64_t right = (static_cast<std::uint64_t>(__funnelshift_r(e3, e4, e)) << 32) |
                                     __funnelshift_r(e2, e3, e);
-        const std::uint32_t dl0 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(left)));   // 64: none
-        const std::uint32_t dr1 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(__brevll(right))));
-        const std::uint32_t dl1 = dl0 + 1 - static_cast<std::uint32_t>(right & 1u) * (dl0 + 1);  // left of q + 1
-        const std::uint32_t dr0 = dr1 + 1 - static_cast<std::uint32_t>(left >> 63) * (dr1 + 1);  // right of q
+        dl0 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(left)));  // 64: none
+        dr1 = static_cast<std::uint32_t>(__clzll(static_cast<long long>(__brevll(right))));
+        bit_q = static_cast<std::uint32_t>(left >> 63);
+        bit_q1 = static_cast<std::uint32_t>(right) & 1u;
+      }
+      {
+        const std::uint32_t dl1 = bit_q1 ? 0 : dl0 + 1;  // nearest left of q + 1
+        const std::uint32_t dr0 = bit_q ? 0 : dr1 + 1;   // nearest right of q
         const std::uint32_t dx = __vminu2(dl0 | (dl1 << 16), dr0 | (dr1 << 16));  // ≤ 65 each
         const std::uint32_t within = __vcmpleu2(dx, wpair);
         const std::uint32_t lo = dx & 0xFFFFu, hi = dx >> 16;
         v = ((lo * lo + ((hi * hi) << 16)) & within) | (cap & ~within);
       }
+    store:
       near_rows |= (__any_sync(~0u, v != cap) ? 1u : 0u) << i;
       win[row * 32 + tx] = v;
     }
@@ -264,7 +295,7 @@ __global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint3
           win + base * 32 + tx, W, acc,
           [&](int j) {
             const int a = base + j;  // ≥ 0, and a + 14 < rows
-            return (__funnelshift_r(flagged[a >> 5], flagged[(a >> 5) + 1], a & 31) & 0x7FFFu) != 0;
+            return (__funnelshift_r(flagged[a >> 5], flagged[(a >> 5) + 1], a & 31) & ((1u << kRing) - 1)) != 0;
           },
           [&](int next) {
             bool all = true;
@@ -370,6 +401,52 @@ __global__ __launch_bounds__(kSweepThreads, 3) void ball_z_sweep_kernel(const st
   }
 }
 
+/// Row pass of the bounded ball distance: f ← the squared distance along x to the nearest
+/// background voxel of the row (0 on background), 0xFFFF where none lies within 63 (voxels outside
+/// the row are not background). One warp per word of 32 voxels, from the foreground bits of the
+/// row and its two words on each side.
+__global__ __launch_bounds__(256) void ball_row_distance_kernel(const std::uint32_t* fbits, std::uint16_t* f,
+                                                                std::int64_t rows, int X, int wpr) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t tasks = rows * wpr, warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5); t < tasks;
+       t += warps) {
+    const std::int64_t row = t / wpr;
+    const int word = static_cast<int>(t - row * wpr);
+    std::uint32_t mine = 0;  // lane j < 5: background bits of word word − 2 + j, 0 outside the row
+    const int wj = word - 2 + lane;
+    if (lane < 5 && wj >= 0 && wj < wpr) {
+      const int valid = X - 32 * wj;
+      mine = ~fbits[row * wpr + wj] & (valid >= 32 ? ~0u : (1u << valid) - 1);
+    }
+    std::uint32_t W[5];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) W[j] = __shfl_sync(~0u, mine, j);
+    // left: bits x − 63 .. x (bit 63 = x), from word (lane + 1) / 32 of W; right: bits x .. x + 63.
+    const int c = (lane + 1) >> 5, e = (lane + 1) & 31;
+    const std::uint32_t l0 = c ? W[1] : W[0], l1 = c ? W[2] : W[1], l2 = c ? W[3] : W[2];
+    const std::uint64_t left = (static_cast<std::uint64_t>(__funnelshift_r(l1, l2, e)) << 32) | __funnelshift_r(l0, l1, e);
+    const std::uint64_t right =
+        (static_cast<std::uint64_t>(__funnelshift_r(W[3], W[4], lane)) << 32) | __funnelshift_r(W[2], W[3], lane);
+    const int dl = __clzll(static_cast<long long>(left)), dr = __clzll(static_cast<long long>(__brevll(right)));
+    const int dx = dl < dr ? dl : dr;  // 64: none within 63
+    const int x = 32 * word + lane;
+    if (x < X) f[row * X + x] = static_cast<std::uint16_t>(dx < 64 ? dx * dx : 0xFFFF);
+  }
+}
+
+/// L ← 0 where D = 0, else min(255, ⌈√D⌉): the levels of the erosion distances.
+__global__ void ball_levels_kernel(const std::uint16_t* D, std::uint8_t* L, std::int64_t voxels) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < voxels;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int v = D[i];
+    int q = static_cast<int>(sqrtf(static_cast<float>(v)));
+    while (q * q < v) ++q;
+    while (q > 0 && (q - 1) * (q - 1) >= v) --q;
+    L[i] = static_cast<std::uint8_t>(q < 255 ? q : 255);
+  }
+}
+
 /// Blocks that fill the GPU once (the kernels loop over their tiles).
 template <class Kernel>
 unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int64_t tiles) {
@@ -382,6 +459,40 @@ unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int6
 }
 
 }  // namespace
+
+bool ball_row_distance_applies(const VolumeDims& d) {
+  constexpr std::int64_t kMax = std::int64_t{1} << 31;
+  return d.x >= 32 && d.x < kMax && d.z * d.y < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax;
+}
+
+void launch_ball_row_distance(const std::uint8_t* mask, std::uint16_t* f, void* bits, const VolumeDims& d,
+                              cudaStream_t stream) {
+  if (!ball_row_distance_applies(d))
+    throw ConfigError("ball row distance: needs X >= 32, got X = " + std::to_string(d.x));
+  if (d.voxels() == 0) return;
+  const int X = static_cast<int>(d.x), wpr = static_cast<int>(ceil_div(X, 32));
+  const std::int64_t rows = d.z * d.y;
+  auto* fbits = static_cast<std::uint32_t*>(bits);
+  auto* unused = fbits + rows * wpr;  // the pack's P bits: {0 < mask ≤ 0} is empty
+  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
+  const bool vector = X % 16 == 0 && reinterpret_cast<std::uintptr_t>(mask) % 16 == 0;
+  auto* pack = vector ? ball_pack_kernel<std::uint8_t, true> : ball_pack_kernel<std::uint8_t, false>;
+  pack<<<resident_grid(pack, kPackThreads, 0, pack_blocks), kPackThreads, 0, stream>>>(
+      mask, static_cast<unsigned>(rows), X, wpr, 0u, 0u, 0u, fbits, unused, nullptr, 0, nullptr);
+  check_launch("ball_pack_kernel(foreground)", stream);
+  ball_row_distance_kernel<<<resident_grid(ball_row_distance_kernel, 256, 0, ceil_div(rows * wpr, 8)), 256, 0,
+                             stream>>>(fbits, f, rows, X, wpr);
+  check_launch("ball_row_distance_kernel", stream);
+}
+
+void launch_ball_levels(const std::uint16_t* distance16, std::uint8_t* levels, std::int64_t voxels,
+                        cudaStream_t stream) {
+  if (voxels <= 0) return;
+  const std::int64_t blocks = ceil_div(voxels, 256);
+  ball_levels_kernel<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(distance16, levels,
+                                                                                             voxels);
+  check_launch("ball_levels_kernel", stream);
+}
 
 bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_first, std::int64_t count_voxels) {
   const std::int64_t plane = d.y * d.x;
@@ -396,7 +507,8 @@ bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_
          x_tiles * ceil_div(d.y, kTile) * d.z < kMax && ceil_div(d.y, kTile) <= 65535;
 }
 
-void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
+void launch_ball_shell_opening_count(const std::uint16_t* distance16, const std::uint8_t* levels, std::int64_t r,
+                                     void* work, const VolumeDims& d,
                                      std::int32_t* size_map, int n, std::int64_t count_first,
                                      std::int64_t count_voxels, unsigned long long* count, cudaStream_t stream) {
   if (!ball_shell_applies(d, r, count_first, count_voxels))
@@ -416,26 +528,40 @@ void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64
   const std::int64_t plane = d.y * d.x;
   const int zc0 = static_cast<int>(count_first / plane), zc1 = static_cast<int>((count_first + count_voxels) / plane);
   const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
-  const bool vector = X % 8 == 0 && reinterpret_cast<std::uintptr_t>(distance16) % 16 == 0;
-  (vector ? ball_pack_kernel<true> : ball_pack_kernel<false>)<<<
-      static_cast<unsigned>(pack_blocks < (1 << 20) ? pack_blocks : (1 << 20)), kPackThreads, 0, stream>>>(
-      distance16, static_cast<unsigned>(rows), X, wpr, static_cast<std::uint32_t>(r), static_cast<unsigned>(zc0 * d.y),
-      static_cast<unsigned>(zc1 * d.y), ebits, pbits, size_map, n, count);
+  // Resident blocks looping over the runs (one block per 8 runs cost more in block launches
+  // than the loads took: 0.75 ms per 1024³ pack of u8 levels).
+  const unsigned pack_grid = resident_grid(ball_pack_kernel<std::uint8_t, true>, kPackThreads, 0, pack_blocks);
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const unsigned row0 = static_cast<unsigned>(zc0 * d.y), row1 = static_cast<unsigned>(zc1 * d.y);
+  if (levels && static_cast<std::int64_t>(w) * w == r) {  // E = {D > w²} = {⌈√D⌉ > w}: half the bytes
+    (X % 16 == 0 && aligned(levels) ? ball_pack_kernel<std::uint8_t, true> : ball_pack_kernel<std::uint8_t, false>)
+        <<<pack_grid, kPackThreads, 0, stream>>>(levels, static_cast<unsigned>(rows), X, wpr,
+                                                 static_cast<std::uint32_t>(w), row0, row1, ebits, pbits, size_map, n,
+                                                 count);
+  } else {
+    (X % 8 == 0 && aligned(distance16) ? ball_pack_kernel<std::uint16_t, true> : ball_pack_kernel<std::uint16_t, false>)
+        <<<pack_grid, kPackThreads, 0, stream>>>(distance16, static_cast<unsigned>(rows), X, wpr,
+                                                 static_cast<std::uint32_t>(r), row0, row1, ebits, pbits, size_map, n,
+                                                 count);
+  }
   check_launch("ball_pack_kernel", stream);
-  const std::size_t y_shared = static_cast<std::size_t>(kTile + 2 * W) * (32 + kRowWords) * sizeof(std::uint32_t) +
-                               static_cast<std::size_t>(r + 2) * sizeof(std::int16_t);
-  static_assert(static_cast<std::size_t>(kMaxRows) * (32 + kRowWords) * 4 + (64 * 64 + 1) * 2 <= 48 * 1024,
-                "the y pass fits the default 48 KiB of dynamic shared memory");
+  static_assert(static_cast<std::size_t>(kMaxRows) * (32 + kRowWords) * 4 + (64 * 64 + 1) * 2 <= 76 * 1024,
+                "three blocks of the y pass fit in an SM's shared memory");
+  // (12 lines per thread, fewer halo rows per output at 2 blocks an SM, measured 35 % slower.)
+  const int tile = kTile;
+  const std::size_t y_shared = static_cast<std::size_t>(tile + 2 * W) * (32 + kRowWords) * sizeof(std::uint32_t);
+  auto* y_kernel = w < 32 ? ball_y_kernel<true> : ball_y_kernel<false>;
+  WEFT_CUDA_CHECK(cudaFuncSetAttribute(y_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(y_shared)));
   const dim3 block(32, kWarps);
   // Tiles: x and y tiles in the grid's x and y, planes in z: as many plane groups as keep every
   // block resident at once (the blocks loop over their planes; a second wave would double the tail).
-  const std::int64_t xy_tiles = ceil_div(X, kTileX) * ceil_div(Y, kTile);
-  const std::int64_t resident = resident_grid(ball_y_kernel, 32 * kWarps, y_shared, xy_tiles * d.z);
+  const std::int64_t xy_tiles = ceil_div(X, kTileX) * ceil_div(Y, tile);
+  const std::int64_t resident = resident_grid(y_kernel, 32 * kWarps, y_shared, xy_tiles * d.z);
   const std::int64_t groups = std::min<std::int64_t>(d.z, std::max<std::int64_t>(1, resident / xy_tiles));
-  const dim3 y_grid(static_cast<unsigned>(ceil_div(X, kTileX)), static_cast<unsigned>(ceil_div(Y, kTile)),
+  const dim3 y_grid(static_cast<unsigned>(ceil_div(X, kTileX)), static_cast<unsigned>(ceil_div(Y, tile)),
                     static_cast<unsigned>(groups));
-  ball_y_kernel<<<y_grid, block, y_shared, stream>>>(
-      ebits, rho, X, Y, Z, wpr, w, static_cast<int>(r), W);
+  y_kernel<<<y_grid, block, y_shared, stream>>>(ebits, rho, X, Y, Z, wpr, w, static_cast<int>(r), W);
   check_launch("ball_y_kernel", stream);
   const std::int64_t columns = d.x / 2 * d.y;
   if (w < 32) {

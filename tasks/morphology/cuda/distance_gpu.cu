@@ -546,7 +546,8 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     count_within_kernel<P, std::int32_t><<<grid, P::kReduceThreads, 0, stream>>>(f + count_first, count_voxels, r, size_map, n, count);
   } else if (element == Element::ball && distance16 && !ball_windowed &&
              ball_shell_applies(d, r, count_first, count_voxels)) {
-    launch_ball_shell_opening_count(distance16, r, work, d, size_map, n, count_first, count_voxels, count, stream);
+    launch_ball_shell_opening_count(distance16, distance8, r, work, d, size_map, n, count_first, count_voxels, count,
+                                    stream);
     return;
   } else if (element == Element::ball) {
     // Only squared distances ≤ r = n² matter, so u16 values, and the y and z passes need only the
@@ -641,8 +642,14 @@ void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* 
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
                                   const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
   if (d.voxels() == 0) return;
-  const SeedRule background{mask, nullptr, 0};
-  launch_rows<std::uint16_t>(background, scratch, d, true, std::uint16_t{0xFFFF}, stream);
+  if (window_radius(bound) <= 63 && ball_row_distance_applies(d)) {
+    // Distances along x beyond 63 exceed the bound: from bits and 64-bit windows (the bits in
+    // `out`, which the z pass overwrites last).
+    launch_ball_row_distance(mask, scratch, out, d, stream);
+  } else {
+    const SeedRule background{mask, nullptr, 0};
+    launch_rows<std::uint16_t>(background, scratch, d, true, std::uint16_t{0xFFFF}, stream);
+  }
   launch_parabola_window(scratch, scratch + d.voxels(), d, 1, bound, stream);
   launch_parabola_window(scratch + d.voxels(), out, d, 0, bound, stream);
 }

@@ -64,7 +64,8 @@ void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int3
 /// instead of `distance` (which may then be null); with it, the shell method of
 /// launch_ball_shell_opening_count where it applies, unless `ball_windowed`.
 /// `distance8` (may be null) is min(D, 255): octahedra and cubes with r < 255 then run on u8
-/// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0.
+/// (values saturate at 255), their y and z passes on words of 4 voxels when X % 4 == 0. For
+/// balls it is launch_ball_levels of distance16 (the shell method's pack reads it).
 /// Only voxels [count_first, count_first + count_voxels) of the volume are counted (and written
 /// in `size_map`, which starts at count_first): the others only shape the opening.
 void launch_opening_count(const std::int32_t* distance, const std::uint16_t* distance16,
@@ -72,6 +73,18 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
                           const VolumeDims& dims, Element element, std::int32_t* size_map, int n,
                           std::int64_t count_first, std::int64_t count_voxels, unsigned long long* count,
                           cudaStream_t stream, int bit_steps = 0, bool ball_windowed = false);
+
+/// Whether launch_ball_row_distance takes a box of dims d (X ≥ 32).
+[[nodiscard]] bool ball_row_distance_applies(const VolumeDims& d);
+/// f ← the squared distance along x to the nearest background voxel (mask = 0) of the row, 0xFFFF
+/// beyond 63 or none (ball_shell_gpu.cu: foreground bits, then 64-bit windows each side). `bits`
+/// holds 2 · ⌈X/32⌉ words per row (≤ 2 bytes per voxel for X ≥ 32).
+void launch_ball_row_distance(const std::uint8_t* mask, std::uint16_t* f, void* bits, const VolumeDims& d,
+                              cudaStream_t stream);
+
+/// levels ← 0 where distance16 = 0, else min(255, ⌈√distance16⌉): {D > w²} = {level > w}.
+void launch_ball_levels(const std::uint16_t* distance16, std::uint8_t* levels, std::int64_t voxels,
+                        cudaStream_t stream);
 
 /// Whether launch_ball_shell_opening_count takes the ball opening of r on a box of dims d
 /// (X even and ≥ 32, ⌊√r⌋ ≤ 63, the counted voxels whole planes).
@@ -82,8 +95,10 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
 /// a pack of the erosion and the rest of the foreground to bits (counting the erosion), a y pass
 /// that turns the bits into x distances, takes windowed minima on u16 pairs and stores each
 /// voxel's reach along z, and a z pass that decides the rest of the foreground by two sweeps over
-/// those reaches, O(1) per voxel. `work` holds 4 bytes per voxel.
-void launch_ball_shell_opening_count(const std::uint16_t* distance16, std::int64_t r, void* work, const VolumeDims& d,
+/// those reaches, O(1) per voxel. `levels` (may be null) is launch_ball_levels of distance16: the
+/// pack reads it instead (half the bytes) when r is a perfect square. `work` holds 4 bytes per voxel.
+void launch_ball_shell_opening_count(const std::uint16_t* distance16, const std::uint8_t* levels, std::int64_t r,
+                                     void* work, const VolumeDims& d,
                                      std::int32_t* size_map, int n, std::int64_t count_first,
                                      std::int64_t count_voxels, unsigned long long* count, cudaStream_t stream);
 

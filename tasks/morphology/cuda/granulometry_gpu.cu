@@ -62,6 +62,11 @@ class GpuBackend {
       cuda::launch_bounded_ball_distance(mask_.data<std::uint8_t>(), distance16_.data<std::uint16_t>(),
                                          static_cast<std::uint16_t*>(work_.raw()), dims_, bound, stream_);
       cuda::launch_max_u16(distance16_.data<std::uint16_t>(), dims_.voxels(), maximum, stream_);
+      if (!ball_windowed_) {  // ⌈√D⌉ in u8 for the shell method's pack (half the bytes of D)
+        distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
+        cuda::launch_ball_levels(distance16_.data<std::uint16_t>(), distance8_.data<std::uint8_t>(), dims_.voxels(),
+                                 stream_);
+      }
       return read_maximum(maximum);
     }
     if (element_ == Element::octahedron && max_size_ >= 0 && max_size_ + 1 < 255) {

@@ -23,14 +23,14 @@ Slab SlabPlan::slab(int round, int worker) const {
 }
 
 double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept {
-  // CPU: u8 mask, i32 D, i32 work. GPU (granulometry_gpu.cu): u8 mask, bounded D (u8 or u16)
-  // and an i32-sized work array for sizes the bounded paths cover, else i32 D, a u8 copy and
-  // three i32 envelope stacks.
+  // CPU: u8 mask, i32 D, i32 work. GPU (granulometry_gpu.cu): u8 mask, bounded D (u8 or u16;
+  // balls also its u8 levels) and an i32-sized work array for sizes the bounded paths cover,
+  // else i32 D, a u8 copy and three i32 envelope stacks.
   double bytes = 9;
   if (gpu) {
     const bool bounded = max_size >= 0 && (element == Element::ball ? (max_size + 1) * (max_size + 1) < 0xFFFF
                                                                     : max_size + 1 < 150);
-    bytes = bounded ? 7 : 26;
+    bytes = bounded ? (element == Element::ball ? 8 : 7) : 26;
   }
   return bytes + 2 + (size_map ? 4 : 0);
 }

@@ -220,7 +220,9 @@ int main(int argc, char** argv) {
     if (peers) {
       const std::string out = workdir + "/weft_granulometry_peers_" + std::to_string(size) + ".json";
       // scipy only on the smaller volume, at size 1 (one 512³ EDT takes tens of seconds).
-      const std::string args = size <= 512 ? " --sizes 1,2 --budget 15" : " --sizes 1,2,4 --budget 15 --no-scipy";
+      // Three sizes each, so that the median per size drops one slow outlier (CuPy took 3.1-4.0 s for
+      // a 512³ octahedron at n = 1 on fresh H100s after its warm-ups, 0.011 s at n = 2).
+      const std::string args = size <= 512 ? " --sizes 1,2,4 --budget 15" : " --sizes 1,2,4 --budget 15 --no-scipy";
       const std::string cmd = python + " " + WEFT_PEERS_SCRIPT + " --input " + ref.str() + " --json " + out + args +
                               " --elements " + elements_text;
       std::printf("peers: %s\n", cmd.c_str());

@@ -1,19 +1,21 @@
 // Ball openings of radius w = ⌊√r⌋ ≤ 63 from the bounded erosion distances D (u16), three
 // launches per size instead of the row pass, two windowed passes and a count:
-// 1. pack: E = {D > r} and P = {0 < D ≤ r} (foreground outside the erosion) as bits, a ballot
-//    per 32 voxels; the erosion voxels of the counted planes are counted here (every ball
-//    centred in E contains its centre) and written in the size map;
-// 2. y: per window row, dx = the distance along x to the nearest E voxel of the row (clz / ffs
-//    of 64-bit windows of the bits, ≤ w, else none), then g = min over |dy| < W of dx(y + dy)² +
-//    dy², capped at r + 1, on u16 pairs, stopping once no further offset can lower a minimum
-//    and skipping the offsets whose rows hold no E voxel within w along x in the whole tile;
-//    stored as the reach ρ = ⌊√(r − g)⌋ (−1 where g > r): the ball of radius w around the
-//    nearest E voxel of the plane covers the voxels of this column within ρ along z;
+// 1. pack: E = {D > r} and P = {0 < D ≤ r} (foreground outside the erosion) as bits, from the
+//    u8 levels ⌈√D⌉ when r = w² (E = {level > w}, half the bytes), else from D; the erosion
+//    voxels of the counted planes are counted here (every ball centred in E contains its
+//    centre) and written in the size map;
+// 2. y: per window row, dx = the distance along x to the nearest E voxel of the row (clz of
+//    32-bit windows of the bits for w < 32, 64-bit ones above; ≤ w, else none), then
+//    g = min over |dy| < W of dx(y + dy)² + dy², capped at r + 1, on u16 pairs, stopping once no
+//    further offset can lower a minimum and skipping the offsets whose rows hold no E voxel
+//    within w along x in the whole tile; stored as the reach ρ = ⌊√(r − g)⌋ (−1 where g > r):
+//    the ball of radius w around the nearest E voxel of the plane covers the voxels of this
+//    column within ρ along z;
 // 3. z, counted planes only: a voxel of P is in the opening iff some ρ(z') ≥ |z − z'|, the
-//    union of the reach intervals of its column. Two sweeps per chunk of 32 planes decide it in
-//    O(1) per voxel: upward R(z) = max(R(z − 1) − 1, ρ(z)) covers the intervals centred below,
-//    downward the ones above (each sweep starts w planes outside the chunk, since ρ ≤ w).
-//    Background voxels are never in the opening; a chunk without P voxels is skipped.
+//    union of the reach intervals of its column. One upward walk per column decides it in O(1)
+//    per voxel: R(z) = max(R(z − 1) − 1, ρ(z)) covers the intervals centred below, the bits
+//    z − ρ .. z − 1 of a history those centred above, and plane z − w is final at plane z.
+//    Background voxels are never in the opening.
 // W = ⌈(w + 1) / 8⌉·8: offsets beyond w add more than r (d² ≥ (w + 1)² > r), so they leave every
 // minimum ≤ r as it is and every other one > r, which is all the reach needs.
 #include <algorithm>

@@ -505,7 +505,8 @@ bool ball_shell_applies(const VolumeDims& d, std::int64_t r, std::int64_t count_
   // x and y tiles in the grid (y tiles ≤ 65535): every count, padded tiles included, below 2^31.
   constexpr std::int64_t kMax = std::int64_t{1} << 31;
   const std::int64_t x_tiles = ceil_div(d.x, kTileX);
-  return d.x < kMax && d.y < kMax && d.z < kMax && plane < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax &&
+  // The z pass offsets a batch's loads by j · plane / 2 in 32 bits.
+  return d.x < kMax && d.y < kMax && d.z < kMax && plane * kBatch < kMax && d.z * d.y * ceil_div(d.x, 1024) < kMax &&
          x_tiles * ceil_div(d.y, kTile) * d.z < kMax && ceil_div(d.y, kTile) <= 65535;
 }
 

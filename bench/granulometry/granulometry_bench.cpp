@@ -57,15 +57,14 @@ double octahedron_bit_bytes_per_voxel(int computed) {
 int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
 
 /// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), DRAM bytes per voxel over sizes
-/// 1..computed + 1 as if no chunk were skipped (the z sweep skips chunks without foreground
-/// outside the erosion): the pack reads the u16 erosion distances and writes two bit planes; the
-/// y pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
-/// writes the u16 reach; the z sweep reads the reach once from DRAM (its chunks' w-plane halos
-/// come again from L2) and the P bits. Plus the bounded erosion distances once (a row pass and
-/// two windowed passes of u16: about 12 bytes). (Before 2026-11-26 the z pass was windowed too
-/// and the model counted its reads over the halo: 2 · (128 + 2W) / 128 bytes.)
-/// (granulometry.json at 7cb4e67 was written with the model of f256ab8, whose row pass also
-/// wrote and the y pass read u8 x distances: 434 GB at 1024³ where this model gives 367 GB.)
+/// 1..computed + 1: the pack reads the u16 erosion distances and writes two bit planes; the y
+/// pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
+/// writes the u16 reach; the z pass walks each column once, reading the reach and the P bits.
+/// Plus the bounded erosion distances once (a row pass and two windowed passes of u16: about 12
+/// bytes). Since e8b474f the pack reads the u8 levels ⌈√D⌉ instead (1 byte, not 2) and the levels
+/// are made once (3 bytes): this model, kept as the results were written with it, counts one
+/// byte per voxel and size too many. (Before 2026-11-26 the z pass was windowed too and the model
+/// counted its reads over the halo: 2 · (128 + 2W) / 128 bytes.)
 double ball_shell_bytes_per_voxel(int computed) {
   double bytes = 12.0;
   for (int n = 1; n <= computed + 1; ++n) {
@@ -219,10 +218,10 @@ int main(int argc, char** argv) {
     nlohmann::json peer;
     if (peers) {
       const std::string out = workdir + "/weft_granulometry_peers_" + std::to_string(size) + ".json";
-      // scipy only on the smaller volume, at size 1 (one 512³ EDT takes tens of seconds).
-      // Three sizes each, so that the median per size drops one slow outlier (CuPy took 3.1-4.0 s for
-      // a 512³ octahedron at n = 1 on fresh H100s after its warm-ups, 0.011 s at n = 2).
-      const std::string args = size <= 512 ? " --sizes 1,2,4 --budget 15" : " --sizes 1,2,4 --budget 15 --no-scipy";
+      // scipy only on the smaller volume (its 512³ ball opening alone takes over 100 s). Three
+      // sizes each, so that the median per size drops one slow outlier (CuPy took 3.1-4.2 s for a
+      // 512³ octahedron at n = 1 on fresh H100s after its warm-ups, 0.011 s at n = 2).
+      const std::string args = std::string(" --sizes 1,2,4 --budget 15") + (size <= 512 ? "" : " --no-scipy");
       const std::string cmd = python + " " + WEFT_PEERS_SCRIPT + " --input " + ref.str() + " --json " + out + args +
                               " --elements " + elements_text;
       std::printf("peers: %s\n", cmd.c_str());

@@ -197,16 +197,17 @@ TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
     EXPECT_EQ(run.stats().nccl_edges, 0) << "a loop of ranks never goes through NCCL";
     EXPECT_EQ(run.stats().peer_edges, distinct_gpus_of_one_host && std::string(ipc) == "1" ? 3 : 0);
     if (env->rank() == last) {
+      auto expected = [&](std::uint64_t k, std::int64_t i) {  // c(b(a(source)))
+        const float x = std::fma(0.5f, std::fma(2.0f, tasks::ArraySource::value(k, i, kLength), 1.0f), -3.0f);
+        return std::fma(-1.5f, x, 0.25f);
+      };
       ASSERT_EQ(rec->indices.size(), kTokens);
       for (std::uint64_t k = 0; k < kTokens; ++k) {
         ASSERT_EQ(rec->indices[k], k);
         ASSERT_EQ(rec->arrays[k].size(), static_cast<std::size_t>(kLength));
-        for (std::int64_t i = 0; i < kLength; i += 257) {
-          const float x = std::fma(0.5f, std::fma(2.0f, tasks::ArraySource::value(k, i, kLength), 1.0f), -3.0f);
-          ASSERT_EQ(rec->arrays[k][i], std::fma(-1.5f, x, 0.25f)) << "token " << k << ", element " << i;
-        }
-        ASSERT_EQ(rec->arrays[k][kLength - 1],
-                  std::fma(-1.5f, std::fma(0.5f, std::fma(2.0f, tasks::ArraySource::value(k, kLength - 1, kLength), 1.0f), -3.0f), 0.25f));
+        for (std::int64_t i = 0; i < kLength; i += 257)
+          ASSERT_EQ(rec->arrays[k][i], expected(k, i)) << "token " << k << ", element " << i;
+        ASSERT_EQ(rec->arrays[k][kLength - 1], expected(k, kLength - 1));
       }
     }
   }

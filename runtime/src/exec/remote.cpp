@@ -60,7 +60,21 @@ struct Header {
   std::int32_t peer = 0;    // payload waits in the sender's GPU memory: `ticket` opens it (CUDA IPC)
   std::int32_t pad = 0;
   PeerTicket ticket;
+
+  void describe(const Array& a) {  // an array's type and shape
+    dtype = static_cast<int>(a.dtype());
+    ndim = a.shape().ndim();
+    for (int i = 0; i < ndim; ++i) dims[i] = a.shape()[i];
+  }
 };
+
+// A copy of a token's array on an edge: its host span on `lane` from c0 until now and its GPU
+// interval on the lane's GPU lane, both named `what`.
+void trace_copy(TraceRecorder& trace, const std::string& what, int lane, std::uint64_t token, double c0,
+                const GpuInterval& gpu) {
+  trace.add({what, "copy", lane, token, c0, trace.now_us() - c0});
+  trace.add_gpu({what, "copy", gpu_lane(lane), token, gpu});
+}
 
 // NCCL matches the sends and receives between two ranks in the order each side issued them. A
 // rank issues its NCCL sends to a peer one at a time, each announced by one of these on a single
@@ -432,43 +446,30 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
         Array direct;  // sent through NCCL after the header
         if (auto* a = std::get_if<Array>(&t.value);
             a && nccl && !a->memory().is_host() && a->memory().device_index == nccl_device()) {
-          header->dtype = static_cast<int>(a->dtype());
-          header->ndim = a->shape().ndim();
-          for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
+          header->describe(*a);
           header->nccl = 1;
           direct = *a;
         } else if (auto* a = std::get_if<Array>(&t.value);
                    a && exporter && !a->memory().is_host() &&
                    std::find(ipc_devices.begin(), ipc_devices.end(), a->memory().device_index) != ipc_devices.end()) {
-          header->dtype = static_cast<int>(a->dtype());
-          header->ndim = a->shape().ndim();
-          for (int i = 0; i < header->ndim; ++i) header->dims[i] = a->shape()[i];
+          header->describe(*a);
           header->peer = 1;
           GpuInterval interval;
           const double c0 = impl->trace ? impl->trace->now_us() : 0;
           header->ticket = exporter->stage(*a, t.ready.get(), impl->trace ? &interval : nullptr);
-          if (impl->trace) {
-            impl->trace->add({"copy into CUDA IPC buffer for rank " + std::to_string(to), "copy", lane, t.index, c0,
-                              impl->trace->now_us() - c0});
-            impl->trace->add_gpu({"copy into CUDA IPC buffer for rank " + std::to_string(to), "copy", gpu_lane(lane),
-                                  t.index, interval});
-          }
+          if (impl->trace)
+            trace_copy(*impl->trace, "copy into CUDA IPC buffer for rank " + std::to_string(to), lane, t.index, c0,
+                       interval);
         } else if (auto* a = std::get_if<Array>(&t.value)) {
           Array host = *a;
           if (!a->memory().is_host()) {  // staged through the host: MPI carries host memory
             GpuInterval interval;
             const double c0 = impl->trace ? impl->trace->now_us() : 0;
             host = copy_to_host(*a, t.ready.get(), impl->trace ? &interval : nullptr);
-            if (impl->trace) {
-              impl->trace->add({"copy to host for rank " + std::to_string(to), "copy", lane, t.index, c0,
-                                impl->trace->now_us() - c0});
-              impl->trace->add_gpu({"copy to host for rank " + std::to_string(to), "copy", gpu_lane(lane), t.index,
-                                    interval});
-            }
+            if (impl->trace)
+              trace_copy(*impl->trace, "copy to host for rank " + std::to_string(to), lane, t.index, c0, interval);
           }
-          header->dtype = static_cast<int>(host.dtype());
-          header->ndim = host.shape().ndim();
-          for (int i = 0; i < header->ndim; ++i) header->dims[i] = host.shape()[i];
+          header->describe(host);
           header->bytes = host.bytes();
           data = host.raw();
           keep = std::make_shared<Array>(host);
@@ -637,12 +638,9 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
               const double c0 = impl->trace ? impl->trace->now_us() : 0;
               Array a = importer->fetch(h.ticket, static_cast<DType>(h.dtype), shape, how.device, how.to_host, done,
                                         impl->trace ? &interval : nullptr);
-              if (impl->trace) {
-                impl->trace->add({"copy out of CUDA IPC buffer of rank " + std::to_string(from), "copy", lane, h.index,
-                                  c0, impl->trace->now_us() - c0});
-                impl->trace->add_gpu({"copy out of CUDA IPC buffer of rank " + std::to_string(from), "copy",
-                                      gpu_lane(lane), h.index, interval});
-              }
+              if (impl->trace)
+                trace_copy(*impl->trace, "copy out of CUDA IPC buffer of rank " + std::to_string(from), lane, h.index,
+                           c0, interval);
               t.value = std::move(a);
               t.ready = done;
               copied = std::move(done);

@@ -15,12 +15,12 @@
 
 namespace weft::detail {
 
-#ifdef WEFT_HAVE_CUDA
-
 std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
   constexpr std::size_t kBlock = std::size_t(2) << 20;
   return (std::max<std::size_t>(bytes, 1) + kBlock - 1) / kBlock * kBlock;
 }
+
+#ifdef WEFT_HAVE_CUDA
 
 bool peer_ipc_enabled() noexcept {
   const char* off = std::getenv("WEFT_PEER_IPC");
@@ -151,10 +151,6 @@ Array PeerImporter::fetch(const PeerTicket& ticket, DType type, const Shape& sha
 
 PeerStreams::~PeerStreams() = default;
 void* PeerStreams::on(int) { throw Error("this build of Weft has no CUDA support (WEFT_CUDA=OFF)"); }
-std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
-  constexpr std::size_t kBlock = std::size_t(2) << 20;
-  return (std::max<std::size_t>(bytes, 1) + kBlock - 1) / kBlock * kBlock;
-}
 
 bool peer_ipc_enabled() noexcept { return false; }
 PeerExporter::PeerExporter(int) {}

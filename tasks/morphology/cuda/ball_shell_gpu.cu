@@ -460,6 +460,25 @@ unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int6
   return static_cast<unsigned>(tiles < 1 ? 1 : (tiles < resident ? tiles : resident));
 }
 
+/// ball_pack_kernel over the rows of d from `source` (u8 levels or u16 distances), vectorised
+/// where X is a multiple of the 16-byte vector and `source` is aligned to it; rows [row0, row1)
+/// are counted.
+template <class T>
+void launch_pack(const T* source, const VolumeDims& d, std::uint32_t thr, unsigned row0, unsigned row1,
+                 std::uint32_t* ebits, std::uint32_t* pbits, std::int32_t* size_map, int n, unsigned long long* count,
+                 cudaStream_t stream) {
+  const int X = static_cast<int>(d.x), wpr = static_cast<int>(ceil_div(X, 32));
+  const std::int64_t rows = d.z * d.y;
+  const bool vector = X % (16 / sizeof(T)) == 0 && reinterpret_cast<std::uintptr_t>(source) % 16 == 0;
+  auto* kernel = vector ? ball_pack_kernel<T, true> : ball_pack_kernel<T, false>;
+  // Resident blocks looping over the runs (one block per 8 runs cost more in block launches
+  // than the loads took: 0.75 ms per 1024³ pack of u8 levels).
+  const std::int64_t blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
+  kernel<<<resident_grid(kernel, kPackThreads, 0, blocks), kPackThreads, 0, stream>>>(
+      source, static_cast<unsigned>(rows), X, wpr, thr, row0, row1, ebits, pbits, size_map, n, count);
+  check_launch("ball_pack_kernel", stream);
+}
+
 }  // namespace
 
 bool ball_row_distance_applies(const VolumeDims& d) {
@@ -475,13 +494,8 @@ void launch_ball_row_distance(const std::uint8_t* mask, std::uint16_t* f, void* 
   const int X = static_cast<int>(d.x), wpr = static_cast<int>(ceil_div(X, 32));
   const std::int64_t rows = d.z * d.y;
   auto* fbits = static_cast<std::uint32_t*>(bits);
-  auto* unused = fbits + rows * wpr;  // the pack's P bits: {0 < mask ≤ 0} is empty
-  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
-  const bool vector = X % 16 == 0 && reinterpret_cast<std::uintptr_t>(mask) % 16 == 0;
-  auto* pack = vector ? ball_pack_kernel<std::uint8_t, true> : ball_pack_kernel<std::uint8_t, false>;
-  pack<<<resident_grid(pack, kPackThreads, 0, pack_blocks), kPackThreads, 0, stream>>>(
-      mask, static_cast<unsigned>(rows), X, wpr, 0u, 0u, 0u, fbits, unused, nullptr, 0, nullptr);
-  check_launch("ball_pack_kernel(foreground)", stream);
+  // E = {mask > 0} is the foreground; P = {0 < mask ≤ 0} is empty, written after it.
+  launch_pack(mask, d, 0u, 0u, 0u, fbits, fbits + rows * wpr, nullptr, 0, nullptr, stream);
   ball_row_distance_kernel<<<resident_grid(ball_row_distance_kernel, 256, 0, ceil_div(rows * wpr, 8)), 256, 0,
                              stream>>>(fbits, f, rows, X, wpr);
   check_launch("ball_row_distance_kernel", stream);
@@ -530,52 +544,31 @@ void launch_ball_shell_opening_count(const std::uint16_t* distance16, const std:
   auto* pbits = ebits + rows * wpr;
   const std::int64_t plane = d.y * d.x;
   const int zc0 = static_cast<int>(count_first / plane), zc1 = static_cast<int>((count_first + count_voxels) / plane);
-  const std::int64_t pack_blocks = ceil_div(rows * ceil_div(X, 1024), kPackThreads / 32);
-  // Resident blocks looping over the runs (one block per 8 runs cost more in block launches
-  // than the loads took: 0.75 ms per 1024³ pack of u8 levels).
-  const unsigned pack_grid = resident_grid(ball_pack_kernel<std::uint8_t, true>, kPackThreads, 0, pack_blocks);
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const unsigned row0 = static_cast<unsigned>(zc0 * d.y), row1 = static_cast<unsigned>(zc1 * d.y);
-  if (levels && static_cast<std::int64_t>(w) * w == r) {  // E = {D > w²} = {⌈√D⌉ > w}: half the bytes
-    (X % 16 == 0 && aligned(levels) ? ball_pack_kernel<std::uint8_t, true> : ball_pack_kernel<std::uint8_t, false>)
-        <<<pack_grid, kPackThreads, 0, stream>>>(levels, static_cast<unsigned>(rows), X, wpr,
-                                                 static_cast<std::uint32_t>(w), row0, row1, ebits, pbits, size_map, n,
-                                                 count);
-  } else {
-    (X % 8 == 0 && aligned(distance16) ? ball_pack_kernel<std::uint16_t, true> : ball_pack_kernel<std::uint16_t, false>)
-        <<<pack_grid, kPackThreads, 0, stream>>>(distance16, static_cast<unsigned>(rows), X, wpr,
-                                                 static_cast<std::uint32_t>(r), row0, row1, ebits, pbits, size_map, n,
-                                                 count);
-  }
-  check_launch("ball_pack_kernel", stream);
-  static_assert(static_cast<std::size_t>(kMaxRows) * (32 + kRowWords) * 4 + (64 * 64 + 1) * 2 <= 76 * 1024,
-                "three blocks of the y pass fit in an SM's shared memory");
-  // (12 lines per thread, fewer halo rows per output at 2 blocks an SM, measured 35 % slower.)
-  const int tile = kTile;
-  const std::size_t y_shared = static_cast<std::size_t>(tile + 2 * W) * (32 + kRowWords) * sizeof(std::uint32_t);
+  if (levels && static_cast<std::int64_t>(w) * w == r)  // E = {D > w²} = {⌈√D⌉ > w}: half the bytes
+    launch_pack(levels, d, static_cast<std::uint32_t>(w), row0, row1, ebits, pbits, size_map, n, count, stream);
+  else
+    launch_pack(distance16, d, static_cast<std::uint32_t>(r), row0, row1, ebits, pbits, size_map, n, count, stream);
+  static_assert(static_cast<std::size_t>(kMaxRows) * (32 + kRowWords) * 4 + (64 * 64 + 1) * 2 + 64 <= 48 * 1024,
+                "the y pass's window, bits, reach table and flags fit a block's default 48 KiB");
+  // (12 lines per thread, fewer halo rows per output at 2 blocks an SM: 35 % slower on an H200,
+  // and its first version failed BallShellMatchesCpu; not kept.)
+  const std::size_t y_shared = static_cast<std::size_t>(kTile + 2 * W) * (32 + kRowWords) * sizeof(std::uint32_t);
   auto* y_kernel = w < 32 ? ball_y_kernel<true> : ball_y_kernel<false>;
-  WEFT_CUDA_CHECK(cudaFuncSetAttribute(y_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(y_shared)));
   const dim3 block(32, kWarps);
   // Tiles: x and y tiles in the grid's x and y, planes in z: as many plane groups as keep every
   // block resident at once (the blocks loop over their planes; a second wave would double the tail).
-  const std::int64_t xy_tiles = ceil_div(X, kTileX) * ceil_div(Y, tile);
+  const std::int64_t xy_tiles = ceil_div(X, kTileX) * ceil_div(Y, kTile);
   const std::int64_t resident = resident_grid(y_kernel, 32 * kWarps, y_shared, xy_tiles * d.z);
   const std::int64_t groups = std::min<std::int64_t>(d.z, std::max<std::int64_t>(1, resident / xy_tiles));
-  const dim3 y_grid(static_cast<unsigned>(ceil_div(X, kTileX)), static_cast<unsigned>(ceil_div(Y, tile)),
+  const dim3 y_grid(static_cast<unsigned>(ceil_div(X, kTileX)), static_cast<unsigned>(ceil_div(Y, kTile)),
                     static_cast<unsigned>(groups));
   y_kernel<<<y_grid, block, y_shared, stream>>>(ebits, rho, X, Y, Z, wpr, w, static_cast<int>(r), W);
   check_launch("ball_y_kernel", stream);
   const std::int64_t columns = d.x / 2 * d.y;
-  if (w < 32) {
-    auto* kernel = ball_z_sweep_kernel<std::uint32_t>;
-    kernel<<<resident_grid(kernel, kSweepThreads, 0, ceil_div(columns, kSweepThreads)), kSweepThreads, 0, stream>>>(
-        rho, pbits, X, Y, Z, wpr, zc0, zc1, w, size_map, n, count);
-  } else {
-    auto* kernel = ball_z_sweep_kernel<std::uint64_t>;
-    kernel<<<resident_grid(kernel, kSweepThreads, 0, ceil_div(columns, kSweepThreads)), kSweepThreads, 0, stream>>>(
-        rho, pbits, X, Y, Z, wpr, zc0, zc1, w, size_map, n, count);
-  }
+  auto* z_kernel = w < 32 ? ball_z_sweep_kernel<std::uint32_t> : ball_z_sweep_kernel<std::uint64_t>;
+  z_kernel<<<resident_grid(z_kernel, kSweepThreads, 0, ceil_div(columns, kSweepThreads)), kSweepThreads, 0, stream>>>(
+      rho, pbits, X, Y, Z, wpr, zc0, zc1, w, size_map, n, count);
   check_launch("ball_z_sweep_kernel", stream);
 }
 

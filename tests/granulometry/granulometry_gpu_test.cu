@@ -186,7 +186,7 @@ TEST(GranulometryGpu, BitPackedOctahedronMatchesCpu) {
     for (int last : {2, 5, 9})
       for (auto [first, end] : {std::pair<std::int64_t, std::int64_t>{0, z / 3}, {z / 3, 2 * z / 3}, {2 * z / 3, z}})
         check(mask, last, first, end, s.str());
-    for (int steps : {1, 3, 4}) {  // other fusion depths (bit_steps), the default being 2
+    for (int steps : {1, 3, 4}) {  // fusion depths (bit_steps), the default being 1
       check(mask, 12, 0, -1, s.str(), steps);
       check(mask, 7, z / 3, 2 * z / 3, s.str(), steps);
     }

@@ -80,6 +80,35 @@ TEST(SlabPlan, BudgetDecidesThePlanesAndRefusesTooSmall) {
   EXPECT_THROW((void)morphology::plan_slabs(100, 8, 8, 10, 2, 0, 12800, 10), ConfigError);
 }
 
+TEST(SlabPlan, OneRoundIsBalancedForTheHaloSides) {
+  // 2048 planes over 4 workers, N = 50: halo 102, edge cost 25; work per slab (2048 + 6·25) / 4 =
+  // 549.5 planes, so the end slabs own 524.5 and the middle ones 499.5 (rounded at the boundaries).
+  const auto plan = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 0, 0, 0);
+  EXPECT_EQ(plan.edge_cost, 25);
+  ASSERT_TRUE(plan.balanced());
+  EXPECT_EQ(plan.rounds(), 1);
+  std::vector<std::int64_t> own;
+  std::int64_t next = 0;
+  for (int w = 0; w < 4; ++w) {
+    const morphology::Slab s = plan.slab(0, w);
+    EXPECT_EQ(s.first, next);
+    EXPECT_EQ(s.read_first, std::max<std::int64_t>(0, s.first - 102));
+    EXPECT_EQ(s.read_end, std::min<std::int64_t>(2048, s.end + 102));
+    own.push_back(s.end - s.first);
+    next = s.end;
+  }
+  EXPECT_EQ(next, 2048);
+  EXPECT_EQ(own, (std::vector<std::int64_t>{525, 499, 500, 524}));
+  // Every slab reads no more planes than a uniform middle slab would (the memory budget holds).
+  for (int w = 0; w < 4; ++w) EXPECT_LE(plan.slab(0, w).read_planes(), 512 + 2 * 102);
+  EXPECT_TRUE(plan.slab(1, 0).empty());
+  // Not balanced: two workers (both end slabs), forced planes, several rounds, too few planes.
+  EXPECT_FALSE(morphology::plan_slabs(2048, 8, 8, 102, 2, 0, 0, 0).balanced());
+  EXPECT_FALSE(morphology::plan_slabs(2048, 8, 8, 102, 4, 512, 0, 0).balanced());
+  EXPECT_FALSE(morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 64.0 * 400 * 10, 10).balanced());
+  EXPECT_FALSE(morphology::plan_slabs(50, 8, 8, 102, 4, 0, 0, 0).balanced());
+}
+
 TEST(SlabPlaces, OnePlacePerPhysicalGpuSpreadOverTheRanksThatSeeIt) {
   Cluster shared;  // mpirun -np 4 on one host, every rank seeing the 4 GPUs
   for (int r = 0; r < 4; ++r) {
@@ -130,6 +159,20 @@ TEST(SlabGranulometry, OverlappingBallsAcrossSlabBoundaries) {
     const int last = 8;
     const auto whole = morphology::granulometry_cpu(mask, {e, last, true, {}});
     const auto plan = morphology::plan_slabs(40, 24, 19, morphology::halo_for(last), 2, 7, 0, 0);
+    const auto slabs = by_slabs(mask, e, last, plan);
+    EXPECT_EQ(slabs.remaining, whole.remaining) << morphology::element_name(e);
+    EXPECT_TRUE(test::same(slabs.size_map, whole.size_map)) << morphology::element_name(e);
+  }
+}
+
+TEST(SlabGranulometry, BalancedSlabsGiveTheWholeCurve) {
+  Array mask = morphology::overlapping_balls(Shape(61, 20, 17), 1, 6, 0.4, 5);
+  for (Element e : kElements) {
+    const int last = 3;  // halo 8, edge cost 2: own planes 16, 15, 14, 16
+    const auto whole = morphology::granulometry_cpu(mask, {e, last, true, {}});
+    const auto plan = morphology::plan_slabs(61, 20, 17, morphology::halo_for(last), 4, 0, 0, 0);
+    ASSERT_TRUE(plan.balanced());
+    EXPECT_EQ(plan.slab(0, 0).end, 16);
     const auto slabs = by_slabs(mask, e, last, plan);
     EXPECT_EQ(slabs.remaining, whole.remaining) << morphology::element_name(e);
     EXPECT_TRUE(test::same(slabs.size_map, whole.size_map)) << morphology::element_name(e);

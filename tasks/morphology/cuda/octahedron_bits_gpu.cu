@@ -54,18 +54,20 @@ __device__ __forceinline__ std::uint32_t x_dilate(std::uint32_t l, std::uint32_t
   return d;
 }
 
-/// out ← in dilated by the L1 ball of radius K (K cross steps) inside the box [Z, Y, WX words].
+/// out ← in dilated by the L1 ball of radius K (K cross steps) inside the box [Z, Y, WX words],
+/// on planes [z_lo, z_hi) of out only (the planes later steps read; in is read on those ± K).
 /// Thread (blockIdx.x, threadIdx.x) owns one word of the plane, blockIdx.y a run of `z_run`
 /// planes. If `count` is set, *count += the set bits of out on planes [count_z0, count_z1).
 template <int K>
 __global__ __launch_bounds__(kBitThreads) void l1_dilate_bits_kernel(const std::uint32_t* in, std::uint32_t* out,
-                                                                     int Z, int Y, int WX, int z_run, int count_z0,
-                                                                     int count_z1, unsigned long long* count) {
+                                                                     int Z, int Y, int WX, int z_lo, int z_hi,
+                                                                     int z_run, int count_z0, int count_z1,
+                                                                     unsigned long long* count) {
   const int plane = Y * WX;
   const int pw = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = pw / WX, wx = pw - (pw / WX) * WX;
-  const int z_first = blockIdx.y * z_run;
-  const int z_end = z_first + z_run < Z ? z_first + z_run : Z;
+  const int z_first = z_lo + blockIdx.y * z_run;
+  const int z_end = z_first + z_run < z_hi ? z_first + z_run : z_hi;
   unsigned long long c = 0;
   if (pw < plane) {
     for (int z = z_first; z < z_end; ++z) {
@@ -100,15 +102,15 @@ __global__ __launch_bounds__(kBitThreads) void l1_dilate_bits_kernel(const std::
 }
 
 template <int K>
-void launch_dilate(const std::uint32_t* in, std::uint32_t* out, const VolumeDims& d, int count_z0, int count_z1,
-                   unsigned long long* count, cudaStream_t stream) {
+void launch_dilate(const std::uint32_t* in, std::uint32_t* out, const VolumeDims& d, int z_lo, int z_hi, int count_z0,
+                   int count_z1, unsigned long long* count, cudaStream_t stream) {
   const std::int64_t plane = d.y * (d.x / 32);
-  const int z_run = static_cast<int>(std::max<std::int64_t>(8, (d.z + 65534) / 65535));
+  const int z_run = static_cast<int>(std::max<std::int64_t>(8, (z_hi - z_lo + 65534) / 65535));
   const dim3 grid(static_cast<unsigned>((plane + kBitThreads - 1) / kBitThreads),
-                  static_cast<unsigned>((d.z + z_run - 1) / z_run));
+                  static_cast<unsigned>((z_hi - z_lo + z_run - 1) / z_run));
   l1_dilate_bits_kernel<K><<<grid, kBitThreads, 0, stream>>>(in, out, static_cast<int>(d.z), static_cast<int>(d.y),
-                                                             static_cast<int>(d.x / 32), z_run, count_z0, count_z1,
-                                                             count);
+                                                             static_cast<int>(d.x / 32), z_lo, z_hi, z_run, count_z0,
+                                                             count_z1, count);
   static const char* const names[] = {"", "l1_dilate_bits_kernel<1>", "l1_dilate_bits_kernel<2>",
                                       "l1_dilate_bits_kernel<3>", "l1_dilate_bits_kernel<4>"};
   check_launch(names[K], stream);
@@ -144,11 +146,16 @@ void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int
   for (std::int64_t left = r; left > 0;) {
     const int k = static_cast<int>(std::min<std::int64_t>(left, steps));
     unsigned long long* c = left == k ? count : nullptr;  // the last launch counts
+    // After this launch left − k steps remain, which read its output only on the counted planes
+    // ± (left − k): a slab's box (counted planes ± r) shrinks by k planes a side per launch, and
+    // what lies beyond, never read, is not computed. The whole volume (counted = box) keeps it all.
+    const int z_lo = static_cast<int>(std::max<std::int64_t>(0, cz0 - (left - k)));
+    const int z_hi = static_cast<int>(std::min<std::int64_t>(d.z, cz1 + (left - k)));
     switch (k) {
-      case 1: launch_dilate<1>(a, b, d, cz0, cz1, c, stream); break;
-      case 2: launch_dilate<2>(a, b, d, cz0, cz1, c, stream); break;
-      case 3: launch_dilate<3>(a, b, d, cz0, cz1, c, stream); break;
-      default: launch_dilate<4>(a, b, d, cz0, cz1, c, stream); break;
+      case 1: launch_dilate<1>(a, b, d, z_lo, z_hi, cz0, cz1, c, stream); break;
+      case 2: launch_dilate<2>(a, b, d, z_lo, z_hi, cz0, cz1, c, stream); break;
+      case 3: launch_dilate<3>(a, b, d, z_lo, z_hi, cz0, cz1, c, stream); break;
+      default: launch_dilate<4>(a, b, d, z_lo, z_hi, cz0, cz1, c, stream); break;
     }
     left -= k;
     std::swap(a, b);

@@ -8,11 +8,29 @@
 
 namespace weft::morphology {
 
+bool SlabPlan::balanced() const {
+  return workers > 2 && edge_cost > 0 && rounds() == 1 && depth - 2 * edge_cost >= workers;
+}
+
+std::int64_t SlabPlan::boundary(int i) const {
+  if (i <= 0) return 0;
+  if (i >= workers) return depth;
+  // Work per slab t = (depth + (2W − 2) e) / W: end slabs own t − e planes, middle ones t − 2e.
+  const double e = static_cast<double>(edge_cost);
+  const double t = (static_cast<double>(depth) + (2.0 * workers - 2.0) * e) / workers;
+  return std::llround((t - e) + (i - 1) * (t - 2 * e));
+}
+
 Slab SlabPlan::slab(int round, int worker) const {
   const std::int64_t s = std::int64_t{round} * workers + worker;
   Slab out;
-  out.first = std::min(depth, s * planes);
-  out.end = std::min(depth, out.first + planes);
+  if (balanced()) {
+    out.first = round == 0 ? boundary(worker) : depth;
+    out.end = round == 0 ? boundary(worker + 1) : depth;
+  } else {
+    out.first = std::min(depth, s * planes);
+    out.end = std::min(depth, out.first + planes);
+  }
   if (out.empty()) {
     out.first = out.end = out.read_first = out.read_end = 0;
     return out;
@@ -58,6 +76,7 @@ SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width,
                         std::to_string(2 * halo) + " planes of halo");
   }
   plan.planes = std::max<std::int64_t>(1, planes);
+  if (forced_planes <= 0) plan.edge_cost = halo / 4;
   return plan;
 }
 

@@ -19,7 +19,10 @@ struct Slab {
 
 /// Slabs of `planes` own planes each, slab s handled by worker s mod workers in round s / workers.
 /// Every worker has rounds() slabs, the ones past the volume empty (so that per-round sums over
-/// workers see one value from each).
+/// workers see one value from each). With one round and `edge_cost` > 0 the slabs are balanced
+/// instead: a slab computes its own planes plus about `edge_cost` planes' worth of work for each
+/// side with a halo (the distances on the halo, the openings of size n on n planes beyond), so the
+/// two end slabs, with one such side, get `edge_cost` more own planes than the others.
 struct SlabPlan {
   std::int64_t depth = 0;   ///< Z of the volume
   std::int64_t height = 0;  ///< Y
@@ -27,10 +30,17 @@ struct SlabPlan {
   std::int64_t halo = 0;    ///< planes read beyond each side of a slab (clamped at the faces)
   std::int64_t planes = 1;  ///< own planes per slab
   int workers = 1;
+  std::int64_t edge_cost = 0;  ///< planes of work one halo side adds (balances a single round)
 
   [[nodiscard]] int slabs() const { return static_cast<int>((depth + planes - 1) / planes); }
   [[nodiscard]] int rounds() const { return (slabs() + workers - 1) / workers; }
   [[nodiscard]] Slab slab(int round, int worker) const;
+  /// Whether slab() balances the slabs of the single round by `edge_cost` (more than 2 workers,
+  /// and every middle slab keeps at least one own plane).
+  [[nodiscard]] bool balanced() const;
+
+ private:
+  [[nodiscard]] std::int64_t boundary(int i) const;  ///< first own plane of worker i's balanced slab
 };
 
 /// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses
@@ -45,7 +55,9 @@ struct SlabPlan {
 /// Chooses the slabs of a depth × height × width volume for `workers` places: `forced_planes` own
 /// planes per slab if > 0, else as many as fit `budget_bytes` per place at `bytes_per_voxel` (0:
 /// no limit) with their halo, at most ⌈depth / workers⌉. Throws ConfigError (naming
-/// `budget_option`) when not even one plane and its halo fits.
+/// `budget_option`) when not even one plane and its halo fits. A single round of more than two
+/// slabs (planes not forced) is balanced with edge_cost = halo / 4: for N = max size, (N + 1) / 2
+/// planes, between the openings' mean extent n ≈ N / 2 beyond a side and the distances' 2 (N + 1).
 [[nodiscard]] SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width, std::int64_t halo,
                                   int workers, std::int64_t forced_planes, double budget_bytes,
                                   double bytes_per_voxel, const char* budget_option = "--device-memory");

@@ -2,6 +2,7 @@
 // one thread each with the per-line math shared with the CPU (line_transforms.hpp).
 // Erosion distances are i32; the per-size dilations of octahedra and cubes run on u16 (half the
 // traffic), cubes as three separable window passes without envelope stacks.
+#include <algorithm>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <string>
@@ -325,17 +326,19 @@ __global__ __launch_bounds__(Policy::kColumnThreads) void column_distance_kernel
 
 /// Windowed pass over the lines of one axis: tiles (x tile, line tile, outer index), one per
 /// block iteration; element (o, p, x) at o·outer_stride + p·stride + x. Ops = void: scalar u16
-/// parabola; otherwise each thread owns a word of Ops::kLanes consecutive x.
+/// parabola; otherwise each thread owns a word of Ops::kLanes consecutive x. Outputs positions
+/// [line_first, line_first + line_count) of each line (and up to a tile past them), reading the
+/// whole line [0, length).
 template <class Policy, class Ops>
 __global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void window_kernel(
     void* in, void* out, std::int64_t x_size, std::int64_t outer_count, std::int64_t outer_stride,
-    std::int64_t stride, int length, int w, int r) {
+    std::int64_t stride, int length, int line_first, int line_count, int w, int r) {
   constexpr int kTile = Policy::kWindowY * Policy::kWindowItems;
   constexpr int kPer = device::lanes_of<Ops>();  // voxels per thread along x
   constexpr int kTileX = Policy::kWindowX * kPer;
   extern __shared__ std::uint32_t window_words[];  // window rows of kWindowX u16 or u32 values
   const std::int64_t x_tiles = (x_size + kTileX - 1) / kTileX;
-  const std::int64_t line_tiles = (length + kTile - 1) / kTile;
+  const std::int64_t line_tiles = (line_count + kTile - 1) / kTile;
   const std::int64_t tiles = x_tiles * line_tiles * outer_count;
   for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const std::int64_t xt = t % x_tiles;
@@ -345,12 +348,12 @@ __global__ __launch_bounds__(Policy::kWindowX * Policy::kWindowY) void window_ke
     const std::int64_t x = xt * kTileX + threadIdx.x * kPer;
     if constexpr (std::is_void_v<Ops>)
       device::parabola_window_tile<Policy>(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out),
-                                           o * outer_stride + x, x < x_size, stride, length, lt * kTile, w, r,
+                                           o * outer_stride + x, x < x_size, stride, length, line_first + lt * kTile, w, r,
                                            reinterpret_cast<std::uint16_t*>(window_words));
     else
       device::window_tile_packed<Policy, Ops>(static_cast<const std::uint32_t*>(in),
                                               static_cast<std::uint32_t*>(out), o * outer_stride + x, x < x_size,
-                                              stride, length, lt * kTile, w, r, window_words);
+                                              stride, length, line_first + lt * kTile, w, r, window_words);
   }
 }
 
@@ -465,10 +468,11 @@ void launch_rows(const SeedRule& seeds, T* f, const VolumeDims& d, bool squared,
 
 }  // namespace
 
-/// Launches window_kernel<Ops> over the lines of `axis` with window radius w.
+/// Launches window_kernel<Ops> over the lines of `axis` with window radius w, outputs on line
+/// positions [line_first, line_end) (line_end < 0: the line's end).
 template <class Ops>
 void launch_window(void* in, void* out, const VolumeDims& d, int axis, int w, std::int64_t r, std::size_t word_bytes,
-                   const char* name, cudaStream_t stream) {
+                   const char* name, cudaStream_t stream, std::int64_t line_first = 0, std::int64_t line_end = -1) {
   using P = DistancePolicy;
   constexpr int kPer = device::lanes_of<Ops>();
   constexpr int kTile = P::kWindowY * P::kWindowItems;
@@ -476,12 +480,17 @@ void launch_window(void* in, void* out, const VolumeDims& d, int axis, int w, st
   const std::int64_t outer_stride = axis == 1 ? d.y * d.x : d.x;
   const std::int64_t stride = axis == 1 ? d.x : d.y * d.x;
   const int length = static_cast<int>(axis == 1 ? d.y : d.z);
+  if (line_end < 0 || line_end > length) line_end = length;
+  line_first = std::clamp<std::int64_t>(line_first, 0, line_end);
+  const int count = static_cast<int>(line_end - line_first);
+  if (count == 0) return;
   const std::int64_t tiles =
-      ((d.x + P::kWindowX * kPer - 1) / (P::kWindowX * kPer)) * ((length + kTile - 1) / kTile) * outer_count;
+      ((d.x + P::kWindowX * kPer - 1) / (P::kWindowX * kPer)) * ((count + kTile - 1) / kTile) * outer_count;
   const int rows = std::is_void_v<Ops> ? kTile + 2 * w : kTile + (2 * w + 1 + 7) / 8 * 8;
   const std::size_t shared = static_cast<std::size_t>(rows) * P::kWindowX * word_bytes;
   window_kernel<P, Ops><<<grid_for(tiles, 1), dim3(P::kWindowX, P::kWindowY), shared, stream>>>(
-      in, out, d.x, outer_count, outer_stride, stride, length, w, static_cast<int>(r));
+      in, out, d.x, outer_count, outer_stride, stride, length, static_cast<int>(line_first), count, w,
+      static_cast<int>(r));
   check_launch(name, stream);
 }
 
@@ -492,7 +501,7 @@ int window_radius(std::int64_t r) {
 }
 
 void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& d, int axis,
-                            std::int64_t r, cudaStream_t stream) {
+                            std::int64_t r, cudaStream_t stream, std::int64_t line_first, std::int64_t line_end) {
   using P = DistancePolicy;
   if (r < 0 || r >= 0xFFFF) throw ConfigError("parabola window: r must be in [0, 65535), got " + std::to_string(r));
   const int w = window_radius(r);
@@ -500,15 +509,17 @@ void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const V
   const char* name = axis == 1 ? "window_kernel(parabola, y)" : "window_kernel(parabola, z)";
   // Packed pairs need every element offset even (X even: then Y·X and the volume are too).
   if (d.x % 2 == 0 && w <= P::kPackedMaxRadius)
-    launch_window<device::ParabolaPairs>(src, out, d, axis, w, r, sizeof(std::uint32_t), name, stream);
+    launch_window<device::ParabolaPairs>(src, out, d, axis, w, r, sizeof(std::uint32_t), name, stream, line_first,
+                                         line_end);
   else
-    launch_window<void>(src, out, d, axis, w, r, sizeof(std::uint16_t), name, stream);
+    launch_window<void>(src, out, d, axis, w, r, sizeof(std::uint16_t), name, stream, line_first, line_end);
 }
 
 /// Chessboard pass on u8 words of 4 voxels (X % 4 == 0), window w = r ≤ kPackedMaxRadius (so
 /// that w + 7 < 256 and the window fits 48 KiB of shared memory).
 void launch_chessboard_window(const std::uint8_t* in, std::uint8_t* out, const VolumeDims& d, int axis,
-                              std::int64_t r, cudaStream_t stream) {
+                              std::int64_t r, cudaStream_t stream, std::int64_t line_first = 0,
+                              std::int64_t line_end = -1) {
   if (d.x % 4 != 0 || r < 0 || r > DistancePolicy::kPackedMaxRadius)
     throw ConfigError("chessboard window: needs X % 4 == 0 and r <= " +
                       std::to_string(DistancePolicy::kPackedMaxRadius) + ", got X = " + std::to_string(d.x) +
@@ -516,7 +527,7 @@ void launch_chessboard_window(const std::uint8_t* in, std::uint8_t* out, const V
   launch_window<device::ChessboardQuads>(const_cast<std::uint8_t*>(in), out, d, axis, static_cast<int>(r), r,
                                          sizeof(std::uint32_t),
                                          axis == 1 ? "window_kernel(chessboard, y)" : "window_kernel(chessboard, z)",
-                                         stream);
+                                         stream, line_first, line_end);
 }
 
 void launch_distance_transform(const SeedRule& seeds, std::int32_t* f, std::int32_t* stacks, const VolumeDims& d,
@@ -631,16 +642,18 @@ void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, con
 }
 
 void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* out, std::uint8_t* scratch,
-                                        const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
+                                        const VolumeDims& d, std::int64_t bound, cudaStream_t stream,
+                                        std::int64_t z_first, std::int64_t z_end) {
   if (d.voxels() == 0) return;
   const SeedRule background{mask, nullptr, 0};
   launch_rows<std::uint8_t>(background, out, d, false, std::uint8_t{255}, stream);
   launch_chessboard_window(out, scratch, d, 1, bound, stream);
-  launch_chessboard_window(scratch, out, d, 0, bound, stream);
+  launch_chessboard_window(scratch, out, d, 0, bound, stream, z_first, z_end);
 }
 
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
-                                  const VolumeDims& d, std::int64_t bound, cudaStream_t stream) {
+                                  const VolumeDims& d, std::int64_t bound, cudaStream_t stream, std::int64_t z_first,
+                                  std::int64_t z_end) {
   if (d.voxels() == 0) return;
   if (window_radius(bound) <= 63 && ball_row_distance_applies(d)) {
     // Distances along x beyond 63 exceed the bound: from bits and 64-bit windows (the bits in
@@ -651,7 +664,7 @@ void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, 
     launch_rows<std::uint16_t>(background, scratch, d, true, std::uint16_t{0xFFFF}, stream);
   }
   launch_parabola_window(scratch, scratch + d.voxels(), d, 1, bound, stream);
-  launch_parabola_window(scratch + d.voxels(), out, d, 0, bound, stream);
+  launch_parabola_window(scratch + d.voxels(), out, d, 0, bound, stream, z_first, z_end);
 }
 
 }  // namespace weft::morphology::cuda

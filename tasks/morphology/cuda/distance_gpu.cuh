@@ -119,18 +119,23 @@ void launch_bit_octahedron_opening_count(const std::uint8_t* distance8, std::int
 /// One y- (axis 1) or z-pass (axis 0) of the squared Euclidean transform restricted to a window:
 /// out(p) = min(r + 1, min_{|d| ≤ w} in(p + d) + d²) along the lines of `axis`, with w = ⌊√r⌋.
 /// Exact wherever the full transform is ≤ r (its minimiser is within w); > r exactly elsewhere.
-/// `in` and `out` are distinct u16 volumes; r < 65535.
+/// `in` and `out` are distinct u16 volumes; r < 65535. Only positions [line_first, line_end) of
+/// each line are sure to be written (line_end < 0: to the line's end); the whole line is read.
 void launch_parabola_window(const std::uint16_t* in, std::uint16_t* out, const VolumeDims& dims, int axis,
-                            std::int64_t r, cudaStream_t stream);
+                            std::int64_t r, cudaStream_t stream, std::int64_t line_first = 0,
+                            std::int64_t line_end = -1);
 
 /// *count += number of non-zero mask voxels; size_map (if set) ← 0 on them, −1 elsewhere.
 void launch_count_mask(const std::uint8_t* mask, std::int64_t voxels, std::int32_t* size_map,
                        unsigned long long* count, cudaStream_t stream);
 /// out ← squared Euclidean distance to the nearest background voxel (mask == 0) where it is
 /// ≤ bound, bound + 1 elsewhere (bound < 65535): the erosion distances of every ball of
-/// n² ≤ bound, from one row pass and two windowed passes. `scratch` holds 2 × voxels u16.
+/// n² ≤ bound, from one row pass and two windowed passes. `scratch` holds 2 × voxels u16. Only
+/// planes [z_first, z_end) of out are sure to be written (z_end < 0: every plane); the others
+/// still shape them.
 void launch_bounded_ball_distance(const std::uint8_t* mask, std::uint16_t* out, std::uint16_t* scratch,
-                                  const VolumeDims& dims, std::int64_t bound, cudaStream_t stream);
+                                  const VolumeDims& dims, std::int64_t bound, cudaStream_t stream,
+                                  std::int64_t z_first = 0, std::int64_t z_end = -1);
 /// out ← min(255, L1 distance to the nearest background voxel) as u8: the octahedron's erosion
 /// distances for every size < 255 (row pass and two cone passes on u8).
 void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, const VolumeDims& dims,
@@ -138,9 +143,11 @@ void launch_clamped_l1_distance(const std::uint8_t* mask, std::uint8_t* out, con
 /// out ← chessboard (cube) distance to the nearest background voxel where it is ≤ bound,
 /// bound + 1 elsewhere, as u8 (bound ≤ DistancePolicy::kPackedMaxRadius, X % 4 == 0): the
 /// cube's erosion distances for every size ≤ bound, from a row pass and two windowed passes on
-/// words of 4 voxels. `scratch` holds voxels u8.
+/// words of 4 voxels. `scratch` holds voxels u8. Only planes [z_first, z_end) of out are sure to
+/// be written (z_end < 0: every plane).
 void launch_bounded_chessboard_distance(const std::uint8_t* mask, std::uint8_t* out, std::uint8_t* scratch,
-                                        const VolumeDims& dims, std::int64_t bound, cudaStream_t stream);
+                                        const VolumeDims& dims, std::int64_t bound, cudaStream_t stream,
+                                        std::int64_t z_first = 0, std::int64_t z_end = -1);
 /// *maximum = max(*maximum, max f) over u8 values.
 void launch_max_u8(const std::uint8_t* f, std::int64_t voxels, int* maximum, cudaStream_t stream);
 /// *maximum = max(*maximum, max f) over u16 values.

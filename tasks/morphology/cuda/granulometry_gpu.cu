@@ -54,18 +54,23 @@ class GpuBackend {
     int* maximum = reinterpret_cast<int*>(counter(1));
     WEFT_CUDA_CHECK(cudaMemsetAsync(maximum, 0, sizeof(int), stream_));
     const std::int64_t bound = (std::int64_t{max_size_} + 1) * (max_size_ + 1);
+    // The openings of sizes up to N + 1 read D on the counted planes ± (N + 1) only: the bounded
+    // transforms' z passes write those planes alone (a slab's halo is twice as wide, for the
+    // input those planes' distances need), and the maximum and levels are taken there.
+    const std::int64_t z0 = planes_.from(max_size_ + 1), z1 = planes_.to(max_size_ + 1);
+    const std::int64_t used = (z1 - z0) * plane();
     if (element_ == Element::ball && max_size_ >= 0 && bound < 0xFFFF) {
       // Sizes up to N only compare D with n² ≤ (N + 1)²: D exact up to that bound, in u16, from
       // windowed passes (no envelope stacks). Its maximum is exact or bound + 1, which decides
       // every r < max D the same way for r ≤ bound.
       distance16_ = Array::device(DType::u16, mask_.shape(), device_, stream_);
       cuda::launch_bounded_ball_distance(mask_.data<std::uint8_t>(), distance16_.data<std::uint16_t>(),
-                                         static_cast<std::uint16_t*>(work_.raw()), dims_, bound, stream_);
-      cuda::launch_max_u16(distance16_.data<std::uint16_t>(), dims_.voxels(), maximum, stream_);
+                                         static_cast<std::uint16_t*>(work_.raw()), dims_, bound, stream_, z0, z1);
+      cuda::launch_max_u16(distance16_.data<std::uint16_t>() + z0 * plane(), used, maximum, stream_);
       if (!ball_windowed_) {  // ⌈√D⌉ in u8 for the shell method's pack (half the bytes of D)
         distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
-        cuda::launch_ball_levels(distance16_.data<std::uint16_t>(), distance8_.data<std::uint8_t>(), dims_.voxels(),
-                                 stream_);
+        cuda::launch_ball_levels(distance16_.data<std::uint16_t>() + z0 * plane(),
+                                 distance8_.data<std::uint8_t>() + z0 * plane(), used, stream_);
       }
       return read_maximum(maximum);
     }
@@ -82,8 +87,8 @@ class GpuBackend {
       distance8_ = Array::device(DType::u8, mask_.shape(), device_, stream_);
       cuda::launch_bounded_chessboard_distance(mask_.data<std::uint8_t>(), distance8_.data<std::uint8_t>(),
                                                static_cast<std::uint8_t*>(work_.raw()), dims_, max_size_ + 1,
-                                               stream_);
-      cuda::launch_max_u8(distance8_.data<std::uint8_t>(), dims_.voxels(), maximum, stream_);
+                                               stream_, z0, z1);
+      cuda::launch_max_u8(distance8_.data<std::uint8_t>() + z0 * plane(), used, maximum, stream_);
       return read_maximum(maximum);
     }
     distance_ = Array::device(DType::i32, mask_.shape(), device_, stream_);

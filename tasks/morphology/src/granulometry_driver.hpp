@@ -4,8 +4,10 @@
 // A Backend is built over a mask [Z,Y,X] and the counted planes [first, end) (Planes below) and
 // provides:
 //   std::int64_t count_foreground();         // over the counted planes
-//   std::int64_t distance_to_background();   // keeps D = d(·, background) over the whole mask,
-//                                            // returns max D over the whole mask
+//   std::int64_t distance_to_background();   // keeps D = d(·, background) on the planes the
+//                                            // openings read (at least the counted ones ± (N + 1)
+//                                            // for a max size N, else the whole mask), returns
+//                                            // max D over at least those planes
 //   void init_size_map();                    // counted planes: foreground → 0, background → −1
 //   void opening_count(int n, std::int64_t r, bool size_map, std::int64_t* count);
 //        // *count = |{p counted : d(p, {D > r}) ≤ r}| (written at the latest by flush()), and
@@ -27,8 +29,9 @@
 //   planes ± n, which is exact, and may be computed on those planes alone (planes(n)): the
 //   volume's border convention (an erosion ignores voxels outside, a dilation only reaches
 //   voxels inside) is the slab's own at the volume's faces and never matters elsewhere.
-// - A size whose r(n) is at least max D' over the whole slab has an empty erosion on every
-//   plane of the slab (D ≤ D'), hence zero counted voxels: skipping it is exact.
+// - A size whose r(n) is at least max D' over the planes its opening reads (the counted ones ± n,
+//   within those ± (N + 1)) has an empty erosion there (D ≤ D'), hence zero counted voxels:
+//   skipping it is exact.
 #include <algorithm>
 #include <string>
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,14 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   m.wall = stats.seconds;
   for (const auto& t : stats.tasks)
     if (t.task.rfind("openings.", 0) == 0) m.compute = std::max(m.compute, t.busy_seconds);
+  if (std::getenv("WEFT_SLABS_VERBOSE")) {  // every task's busy time on this rank, for the breakdown
+    std::string line = "  rank " + std::to_string(env.rank()) + " (" + std::string(morphology::element_name(e)) + ", " +
+                       std::to_string(places.size()) + " GPUs, wall " + std::to_string(stats.seconds) + " s):";
+    for (const auto& t : stats.tasks)
+      if (t.busy_seconds > 0.001) line += " " + t.task + " " + std::to_string(t.busy_seconds).substr(0, 5);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
   // Under mpirun each rank sees its own workers' tasks: the slowest over every rank.
   if (env.distributed()) MPI_Allreduce(MPI_IN_PLACE, &m.compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   m.curve = *total;

@@ -7,7 +7,8 @@
 // into bench/results/granulometry.json (metrics.slabs_2048, or slabs_2048_ranksN under mpirun,
 // and a target per element on compute time, the wall time's beside it) keeping the rest of the file.
 // Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
-//        [--elements octahedron,cube,ball] [--repeats 1]
+//        [--elements octahedron,cube,ball] [--repeats 1] [--emulate]
+// --emulate (one rank): each GPU count's slabs one after the other on GPU 0, timed alone.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -133,6 +134,54 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   return m;
 }
 
+/// --emulate: the slabs of a g-way plan computed one after the other on one GPU (each uploaded,
+/// then timed alone from the first kernel to its counts on the host): the compute time each GPU
+/// of g would take without the others, where no g GPUs are at hand. Not the g-GPU run itself: no
+/// reading, no uploads overlapping, no host threads shared.
+struct Emulated {
+  std::vector<double> seconds;  // per slab
+  std::vector<std::int64_t> own, curve;
+};
+
+Emulated emulate(const Array& volume, Element e, int last, int g, double budget) {
+  const Shape& s = volume.shape();
+  const auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
+                                           morphology::slab_bytes_per_voxel(e, last, false, true));
+  const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
+  cudaStream_t stream = nullptr;
+  WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
+  Emulated out;
+  for (int round = 0; round < plan.rounds(); ++round)
+    for (int w = 0; w < plan.workers; ++w) {
+      const morphology::Slab slab = plan.slab(round, w);
+      if (slab.empty()) continue;
+      double best = 0;
+      morphology::GranulometryResult r;
+      {
+        Array mask = Array::device(DType::u8, Shape(slab.read_planes(), s[1], s[2]), 0, stream);
+        WEFT_CUDA_CHECK(cudaMemcpyAsync(mask.raw(), volume.data<std::uint8_t>() + slab.read_first * plane, mask.bytes(),
+                                        cudaMemcpyHostToDevice, stream));
+        morphology::GranulometryOptions o{e, last, false, {}};
+        o.first_plane = slab.first - slab.read_first;
+        o.end_plane = slab.end - slab.read_first;
+        for (int k = 0; k < 2; ++k) {  // the first warms the pools
+          WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+          const auto t0 = Clock::now();
+          r = morphology::granulometry_gpu(mask, o, stream);
+          const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (k == 1) best = t;
+        }
+      }
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      out.seconds.push_back(best);
+      out.own.push_back(slab.end - slab.first);
+      out.curve.resize(std::max(out.curve.size(), r.remaining.size()), 0);
+      for (std::size_t n = 0; n < r.remaining.size(); ++n) out.curve[n] += r.remaining[n];
+    }
+  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+  return out;
+}
+
 /// Merges this run into the results file: metrics.slabs_<size> and the efficiency targets (one per
 /// element), keeping every other key (the single-GPU entries may come from another machine).
 void merge_results(bench::Result& result, const nlohmann::json& slabs, const std::string& key,
@@ -163,6 +212,7 @@ int main(int argc, char** argv) {
   const bool root = env.rank() == 0;
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
+  bool emulated = false;
   std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -172,6 +222,7 @@ int main(int argc, char** argv) {
     else if (a == "--gpus") gpus_text = next();
     else if (a == "--elements") elements_text = next();
     else if (a == "--repeats") repeats = std::max(1, std::stoi(next()));
+    else if (a == "--emulate") emulated = true;
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
@@ -191,6 +242,43 @@ int main(int argc, char** argv) {
     WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
     bandwidth = bench::device_copy_bandwidth(stream);
     WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  if (emulated) {
+    if (env.size() > 1) {
+      if (root) std::fprintf(stderr, "--emulate runs on one rank\n");
+      return 2;
+    }
+    const double budget = 0.7 * static_cast<double>(env.cluster().ranks[0].gpus[0].memory_bytes);
+    nlohmann::json erows = nlohmann::json::array();
+    std::printf("%-10s %4s  %-40s %9s %9s %8s\n", "element", "gpus", "own planes", "max s", "sum s", "eff gpu");
+    for (const std::string& name : split(elements_text)) {
+      const Element e = morphology::parse_element(name);
+      double whole = 0;
+      std::vector<std::int64_t> reference;
+      for (const std::string& gtext : split(gpus_text)) {
+        const int g = std::stoi(gtext);
+        const Emulated m = emulate(volume, e, last, g, budget);
+        const double slowest = *std::max_element(m.seconds.begin(), m.seconds.end());
+        double sum = 0;
+        std::string own;
+        for (std::size_t i = 0; i < m.seconds.size(); ++i) sum += m.seconds[i], own += std::to_string(m.own[i]) + " ";
+        if (g == 1 || whole == 0) whole = slowest, reference = m.curve;
+        const double eff = whole / (g * slowest);
+        std::printf("%-10s %4d  %-40s %9.3f %9.3f %8.2f%s\n", name.c_str(), g, own.c_str(), slowest, sum, eff,
+                    m.curve == reference ? "" : "  CURVE DIFFERS");
+        std::fflush(stdout);
+        erows.push_back({{"element", name}, {"gpus", g}, {"slab_seconds", m.seconds}, {"own_planes", m.own},
+                         {"compute_seconds", slowest}, {"efficiency_compute", eff},
+                         {"curve_identical_to_first", m.curve == reference}});
+      }
+    }
+    nlohmann::json doc = {{"volume", size}, {"max_size", last}, {"runs", erows},
+                          {"note", "emulated: the slabs of the g-GPU plan computed one after the other on one GPU, "
+                                   "each timed alone (granulometry_gpu, counts on the host); efficiency "
+                                   "T1 / (g max slab). Not a g-GPU run."}};
+    merge_results(result, doc, "slabs_" + std::to_string(size) + "_emulated", nlohmann::json::object());
+    std::printf("wrote %s\n", result.write().c_str());
+    return 0;
   }
   nlohmann::json rows = nlohmann::json::array(), targets = nlohmann::json::object();
   if (root)

@@ -65,8 +65,13 @@ void Result::target(const std::string& name, double value, double goal, bool hig
 
 void Result::set_device(std::string device) { doc_["device"] = std::move(device); }
 
-std::string Result::write() {
+std::string Result::device() {
   if (doc_["device"].get<std::string>().empty()) doc_["device"] = device_from_nvidia_smi();
+  return doc_["device"].get<std::string>();
+}
+
+std::string Result::write() {
+  (void)device();
   std::filesystem::path dir = std::getenv("WEFT_RESULTS_DIR") ? std::getenv("WEFT_RESULTS_DIR")
                                                               : std::string(WEFT_SOURCE_DIR) + "/bench/results";
   std::filesystem::create_directories(dir);

@@ -20,6 +20,8 @@ class Result {
   void target(const std::string& name, double value, double goal, bool higher_is_better);
   /// Device description, e.g. "NVIDIA H100 80GB HBM3 x1"; found through nvidia-smi if not set.
   void set_device(std::string device);
+  /// The device description (found through nvidia-smi on the first call if not set).
+  [[nodiscard]] std::string device();
   /// Writes the file (temporary name, then rename) and returns its path.
   std::string write();
   [[nodiscard]] nlohmann::json& json() { return doc_; }

@@ -195,7 +195,8 @@ void merge_results(bench::Result& result, const nlohmann::json& slabs, const std
     if (old.is_object() && old.value("benchmark", "") == "granulometry") doc = old;
   }
   nlohmann::json run = slabs;
-  for (const char* k : {"device", "commit", "date", "command"})
+  run["device"] = result.device();  // this run's GPUs (the file's own device is that of its first entries)
+  for (const char* k : {"commit", "date", "command"})
     if (result.json().contains(k)) run[k] = result.json()[k];
   doc["metrics"][key] = run;
   // The single target of earlier versions (octahedron only) gives way to one per element.
@@ -277,7 +278,7 @@ int main(int argc, char** argv) {
                                    "each timed alone (granulometry_gpu, counts on the host); efficiency "
                                    "T1 / (g max slab). Not a g-GPU run."}};
     merge_results(result, doc, "slabs_" + std::to_string(size) + "_emulated", nlohmann::json::object());
-    std::printf("wrote %s\n", result.write().c_str());
+    (void)result.write();  // prints where
     return 0;
   }
   nlohmann::json rows = nlohmann::json::array(), targets = nlohmann::json::object();
@@ -350,6 +351,7 @@ int main(int argc, char** argv) {
   // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
   const std::string suffix = env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "";
   merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix, targets);
-  std::printf("wrote %s (total %.0f s)\n", result.write().c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
+  (void)result.write();  // prints where
+  std::printf("total %.0f s\n", std::chrono::duration<double>(Clock::now() - t0).count());
   return 0;
 }

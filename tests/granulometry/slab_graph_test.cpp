@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/exec/environment.hpp"
@@ -79,13 +81,16 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
   ASSERT_EQ(static_cast<int>(places.size()), env->size());
   for (Element e : {Element::octahedron, Element::cube, Element::ball}) {
     const int last = 5;
-    for (std::int64_t own : {4, 37}) {
+    // own 0: one slab per rank (balanced from 3 ranks); chunks of 5 planes, of whole slabs, and the default
+    const std::int64_t chunk_5 = 5 * kShape[1] * kShape[2];
+    for (auto [own, chunk_bytes] : {std::pair<std::int64_t, std::int64_t>{4, morphology::kSlabChunkBytes}, {37, 0},
+                                    {0, chunk_5}, {4, chunk_5}, {37, chunk_5}}) {
       const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                                static_cast<int>(places.size()), own, 0, 0);
       auto record = std::make_shared<Record>();
       record->size_map.zero();
       Graph g;
-      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, &read);
+      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, &read, chunk_bytes);
       auto& sink = g.add<RecordSink>(plan, record);
       g.connect(slabs.remaining, sink.remaining);
       g.connect(slabs.spectrum, sink.spectrum);
@@ -97,10 +102,11 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
       ex.run(g, m).wait();
       if (env->rank() != 0) continue;
       const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
-      EXPECT_EQ(record->remaining, whole.remaining) << morphology::element_name(e) << " own " << own;
-      EXPECT_EQ(record->spectrum, whole.spectrum) << morphology::element_name(e) << " own " << own;
-      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0)
-          << morphology::element_name(e) << " own " << own;
+      const std::string what = std::string(morphology::element_name(e)) + " own " + std::to_string(own) +
+                               " chunk bytes " + std::to_string(chunk_bytes);
+      EXPECT_EQ(record->remaining, whole.remaining) << what;
+      EXPECT_EQ(record->spectrum, whole.spectrum) << what;
+      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << what;
     }
   }
 }

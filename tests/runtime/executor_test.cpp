@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -94,6 +99,86 @@ TEST(Executor, ErrorInATaskStopsTheRunAndIsRethrownWithItsContext) {
   // The run stops at once: tokens before the failure may or may not have reached the sink, none after.
   EXPECT_LE(rec->indices.size(), 50u);
   for (std::size_t k = 0; k < rec->indices.size(); ++k) EXPECT_EQ(rec->indices[k], k);
+}
+
+namespace {
+
+/// Sends {k} for k = 0 .. count − 1.
+class NumberSource final : public Task {
+ public:
+  NumberSource(std::string name, std::int64_t count) : Task(std::move(name)), count_(count) {}
+  Out<std::vector<std::int64_t>> out = output<std::vector<std::int64_t>>("out");
+  void run(Context& ctx) override {
+    if (next_ == count_) return ctx.end_stream();
+    ctx.put(out, std::vector<std::int64_t>{next_++});
+  }
+
+ private:
+  std::int64_t count_, next_ = 0;
+};
+
+/// Gathers groups of `group` numbers into their sum: a routing task that renumbers its tokens.
+class GroupSum final : public Task {
+ public:
+  GroupSum(std::string name, int group) : Task(std::move(name)), group_(group) {}
+  In<std::vector<std::int64_t>> in = input<std::vector<std::int64_t>>("in");
+  Out<std::vector<std::int64_t>> out = output<std::vector<std::int64_t>>("out");
+  bool routes() const override { return true; }
+  bool renumbers() const override { return true; }
+  void run(Context& ctx) override {
+    sum_ += ctx.take(in).at(0);
+    if (++seen_ % group_ == 0) ctx.put(out, std::vector<std::int64_t>{std::exchange(sum_, 0)});
+  }
+
+ private:
+  int group_;
+  std::int64_t seen_ = 0, sum_ = 0;
+};
+
+/// Joins two inputs by token index and records (index, a, b).
+class PairSink final : public Task {
+ public:
+  PairSink(std::string name, std::shared_ptr<std::vector<std::array<std::int64_t, 3>>> seen)
+      : Task(std::move(name)), seen_(std::move(seen)) {}
+  In<std::vector<std::int64_t>> a = input<std::vector<std::int64_t>>("a");
+  In<std::vector<std::int64_t>> b = input<std::vector<std::int64_t>>("b");
+  void run(Context& ctx) override {
+    const auto x = ctx.take(a), y = ctx.take(b);
+    seen_->push_back({static_cast<std::int64_t>(ctx.index()), x.at(0), y.at(0)});
+  }
+
+ private:
+  std::shared_ptr<std::vector<std::array<std::int64_t, 3>>> seen_;
+};
+
+}  // namespace
+
+// A task gathering 3 tokens into one sends tokens numbered 0, 1, 2, ... (renumbers()), which a
+// fan-in joins with another stream of that many tokens: no "token arrived with token" mismatch.
+TEST(Executor, GatheringTaskRenumbersItsTokens) {
+  auto seen = std::make_shared<std::vector<std::array<std::int64_t, 3>>>();
+  Graph g;
+  auto& numbers = g.add<NumberSource>("numbers", 300);
+  auto& groups = g.add<GroupSum>("groups", 3);
+  auto& other = g.add<NumberSource>("other", 100);
+  auto& sink = g.add<PairSink>("sink", seen);
+  g.connect(numbers.out, groups.in);
+  g.connect(groups.out, sink.a);
+  g.connect(other.out, sink.b);
+  Executor ex({.channel_capacity = 2});
+  RunHandle run = ex.run(g, on_cpu(g));
+  run.wait();
+  ASSERT_EQ(seen->size(), 100u);
+  for (std::int64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ((*seen)[k][0], k);
+    EXPECT_EQ((*seen)[k][1], 9 * k + 3);  // 3k + 3k+1 + 3k+2
+    EXPECT_EQ((*seen)[k][2], k);
+  }
+  for (const auto& t : run.stats().tasks) {
+    if (t.task == "groups") {
+      EXPECT_EQ(t.tokens, 300u);
+    }
+  }
 }
 
 TEST(Executor, WritesAChromeTrace) {

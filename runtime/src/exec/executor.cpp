@@ -397,6 +397,7 @@ void drive(State& run, Node& node) {
     const bool serial = !run.options.overlap;
     std::vector<std::pair<int, Token>> deferred;  // overlap off: inputs fetched under the lock
     void* home = gpu ? detail::device_streams(node.place.device).compute : nullptr;
+    std::uint64_t renumbered = 0;  // tokens sent so far by a task that renumbers()
     for (std::uint64_t firing = 0;; ++firing) {
       std::uint64_t index = firing;  // sources number their tokens; others take their inputs'
       ctx.begin(index);
@@ -537,6 +538,11 @@ void drive(State& run, Node& node) {
           outstanding.front()->synchronize();
           outstanding.pop_front();
         }
+      }
+      if (task.renumbers()) {  // the tokens this firing sends take the next number
+        bool sends = false;
+        for (const auto& v : ctx.outputs()) sends = sends || v.has_value();
+        if (sends) index = renumbered++;
       }
       for (std::size_t p = 0; p < node.outputs.size(); ++p) {
         if (!ctx.outputs()[p]) continue;

@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <string>
 #include <utility>
+
+#if defined(WEFT_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "weft/cuda.hpp"
+#endif
 
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/util/error.hpp"
@@ -20,31 +27,92 @@ void check_planes(const SlabPlanes& p, const Array& mask, const std::string& tas
 
 }  // namespace
 
-SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader)
-    : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)) {}
+SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes)
+    : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
+      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)) {}
+
+Array SlabSource::read(std::int64_t first, std::int64_t count) const {
+  Array m = reader_(first, count);
+  if (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count || m.shape()[1] != plan_.height ||
+      m.shape()[2] != plan_.width)
+    throw ConfigError(name() + ": the reader returned " + m.shape().str() + " " + std::string(dtype_name(m.dtype())) +
+                      " for planes [" + std::to_string(first) + ", " + std::to_string(first + count) + ")");
+  return m;
+}
 
 void SlabSource::run(Context& ctx) {
-  if (round_ == plan_.rounds()) return ctx.end_stream();
-  const Slab s = plan_.slab(round_++, worker_);
-  Array m;
-  if (s.empty()) {
-    m = Array::host(DType::u8, Shape(1, 1, 1));
-    m.zero();
-  } else {
-    m = reader_(s.read_first, s.read_planes());
-    if (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != s.read_planes() ||
-        m.shape()[1] != plan_.height || m.shape()[2] != plan_.width)
-      throw ConfigError(name() + ": the reader returned " + m.shape().str() + " " + std::string(dtype_name(m.dtype())) +
-                        " for planes [" + std::to_string(s.read_first) + ", " + std::to_string(s.read_end) + ")");
+  if (next_ < 0) {  // a new slab
+    if (round_ == plan_.rounds()) return ctx.end_stream();
+    current_ = plan_.slab(round_++, worker_);
+    if (current_.empty()) {
+      Array m = Array::host(DType::u8, Shape(1, 1, 1));
+      m.zero();
+      ctx.put(mask, std::move(m));
+      SlabPlanes p = planes_of(current_);
+      if (chunk_planes_ > 0) p.insert(p.end(), {0, 0});
+      return ctx.put(slab, std::move(p));
+    }
+    if (chunk_planes_ == 0 || chunk_planes_ >= current_.read_planes()) {
+      ctx.put(mask, read(current_.read_first, current_.read_planes()));
+      SlabPlanes p = planes_of(current_);
+      if (chunk_planes_ > 0) p.insert(p.end(), {current_.read_first, current_.read_end});
+      return ctx.put(slab, std::move(p));
+    }
+    next_ = current_.read_first;
   }
-  ctx.put(mask, std::move(m));
-  ctx.put(slab, planes_of(s));
+  const std::int64_t first = next_, count = std::min(chunk_planes_, current_.read_end - next_);
+  ctx.put(mask, read(first, count));
+  SlabPlanes p = planes_of(current_);
+  p.insert(p.end(), {first, first + count});
+  ctx.put(slab, std::move(p));
+  next_ = first + count < current_.read_end ? first + count : -1;
 }
 
-void SlabUpload::run(Context& ctx) {
-  ctx.put(mask, ctx.take(mask_in));
-  ctx.put(slab, ctx.take(slab_in));
+void SlabUpload::assemble(Context& ctx, bool gpu) {
+  Array m = ctx.take(mask_in);
+  SlabPlanes p = ctx.take(slab_in);
+  if (p.size() == 4) {  // a whole slab
+    ctx.put(mask, std::move(m));
+    return ctx.put(slab, std::move(p));
+  }
+  if (p.size() != 6) throw ConfigError(name() + ": expected a slab's 4 planes or a chunk's 6, got " + std::to_string(p.size()));
+  const std::int64_t c0 = p[4], c1 = p[5];
+  const bool whole = p[1] <= p[0] || (c0 == p[2] && c1 == p[3]);  // empty slab, or a single chunk
+  p.resize(4);
+  if (whole) {
+    ctx.put(mask, std::move(m));
+    return ctx.put(slab, std::move(p));
+  }
+  if (m.shape().ndim() != 3 || m.shape()[0] != c1 - c0 || c0 < p[2] || c1 > p[3])
+    throw ConfigError(name() + ": chunk of planes [" + std::to_string(c0) + ", " + std::to_string(c1) + ") with mask " +
+                      m.shape().str() + " outside the slab's planes [" + std::to_string(p[2]) + ", " +
+                      std::to_string(p[3]) + ")");
+  if (c0 == p[2]) slab_ = ctx.alloc(DType::u8, Shape(p[3] - p[2], m.shape()[1], m.shape()[2]));
+  if (slab_.empty() || slab_.shape()[1] != m.shape()[1] || slab_.shape()[2] != m.shape()[2])
+    throw ConfigError(name() + ": chunk [" + std::to_string(c0) + ", " + std::to_string(c1) +
+                      ") arrived before its slab's first chunk");
+  const std::size_t plane = static_cast<std::size_t>(m.shape()[1] * m.shape()[2]);
+  auto* to = static_cast<std::uint8_t*>(slab_.raw()) + static_cast<std::size_t>(c0 - p[2]) * plane;
+#if defined(WEFT_HAVE_CUDA)
+  if (gpu) {
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(to, m.raw(), m.bytes(), cudaMemcpyDeviceToDevice,
+                                    static_cast<cudaStream_t>(ctx.stream())));
+  } else {
+    std::memcpy(to, m.raw(), m.bytes());
+  }
+#else
+  (void)gpu;
+  std::memcpy(to, m.raw(), m.bytes());
+#endif
+  if (c1 == p[3]) {  // the last chunk: the slab goes on
+    ctx.put(mask, std::move(slab_));
+    slab_ = Array();
+    ctx.put(slab, std::move(p));
+  }
 }
+
+void SlabUpload::run(Context& ctx) { assemble(ctx, false); }
+void SlabUpload::run_cuda(Context& ctx) { assemble(ctx, true); }
 
 SlabGranulometry::SlabGranulometry(std::string name, GranulometryOptions options)
     : Task(std::move(name)), options_(std::move(options)) {}
@@ -167,14 +235,16 @@ void MaxDistanceCollector::run(Context& ctx) {
 }
 
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
-                                const MaskReader& reader) {
+                                const MaskReader& reader, std::int64_t chunk_bytes) {
   if (options.max_size < 0 && plan.slabs() > 1)
     throw ConfigError("granulometry over " + std::to_string(plan.slabs()) + " slabs: the largest size must be known");
   auto& sum = graph.add<CurveSum>("curve", plan.workers);
   SlabGraph out{sum.remaining, sum.spectrum, {}};
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader);
+    const std::int64_t plane = plan.height * plan.width;
+    const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk);
     auto& upload = graph.add<SlabUpload>("upload." + id);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
     graph.connect(source.mask, upload.mask_in);

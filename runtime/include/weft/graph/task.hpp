@@ -106,6 +106,11 @@ class Task {
 
   /// Routing tasks (a farm's scatter) may leave outputs empty in a firing: no token is sent.
   [[nodiscard]] virtual bool routes() const { return false; }
+  /// A routing task that gathers several tokens into one (renumbers() true) numbers the tokens it
+  /// sends 0, 1, 2, ... in the order of its firings that put them, instead of passing on its
+  /// inputs' index, so that the tasks downstream see consecutive tokens (a farm's scatter keeps
+  /// the index: its gather re-orders by it).
+  [[nodiscard]] virtual bool renumbers() const { return false; }
   /// Input ports to read in the n-th firing; empty means all (a farm's gather reads one replica).
   [[nodiscard]] virtual std::vector<int> inputs_for_firing(std::uint64_t firing) const { return {}; }
   /// With a non-empty inputs_for_firing: further inputs of this firing, chosen from the value

@@ -8,7 +8,9 @@
 ///
 /// Worker i handles slabs i, i + W, i + 2W, ... (SlabPlan), one per round, so that its reader
 /// prepares the next slab and upload.i (on the worker's place: the runtime copies the mask there
-/// when it fires) moves it while the current one computes. Curves of a round are summed by a
+/// when it fires) moves it while the current one computes. Within a slab, the reader's chunks of
+/// planes go to upload.i as they are read, so that reading chunk c + 1 overlaps the transfer of
+/// chunk c (the first slab's too, which no computation hides); upload.i assembles the slab. Curves of a round are summed by a
 /// fan-in task; the size maps of the slabs' own planes leave on each worker's size_map output.
 #include <cstdint>
 #include <functional>
@@ -28,26 +30,39 @@ namespace weft::morphology {
 /// foreground). Called on the rank of the worker that computes them.
 using MaskReader = std::function<Array(std::int64_t first, std::int64_t count)>;
 
-/// What travels with a slab: {first, end, read_first, read_end} (planes of the volume).
+/// What travels with a slab: {first, end, read_first, read_end} (planes of the volume); with a
+/// chunk of it, also {chunk_first, chunk_end} (the planes of the chunk's mask; 0, 0 for the
+/// empty mask of a slab past the volume).
 using SlabPlanes = std::vector<std::int64_t>;
 
-/// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the volume).
+/// Bytes of a slab's chunk (whole planes, at least one) that SlabSource reads at a time in
+/// add_slab_granulometry: 256 MiB, 64 planes of 2048² voxels.
+inline constexpr std::int64_t kSlabChunkBytes = std::int64_t{256} << 20;
+
+/// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the
+/// volume), whole or (chunk_planes > 0) in chunks of that many planes, each with its 6 SlabPlanes.
 class SlabSource final : public Task {
  public:
-  SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader);
+  SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0);
   Out<Array> mask = output<Array>("mask", DType::u8, 3);
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
   void run(Context& ctx) override;
 
  private:
+  Array read(std::int64_t first, std::int64_t count) const;
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;
+  std::int64_t chunk_planes_ = 0;
   int round_ = 0;
+  Slab current_;            // the slab being sent in chunks
+  std::int64_t next_ = -1;  // its next plane to read; -1: none in progress
 };
 
-/// Hands a slab on unchanged; placed with its worker's openings, it makes the runtime copy the
-/// next slab to that device while the current one computes.
+/// Placed with its worker's openings, so that the runtime copies each slab (or chunk) to that
+/// device while the current slab computes. A whole slab is handed on unchanged; chunks are copied
+/// into a slab on the place and the slab is handed on with its last chunk (the firings before put
+/// nothing: a routing task, whose slabs are numbered by round again).
 class SlabUpload final : public Task {
  public:
   explicit SlabUpload(std::string name) : Task(std::move(name)) {}
@@ -57,7 +72,13 @@ class SlabUpload final : public Task {
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
   void run(Context& ctx) override;
   [[nodiscard]] bool has_cuda() const override { return true; }
-  void run_cuda(Context& ctx) override { run(ctx); }
+  void run_cuda(Context& ctx) override;
+  [[nodiscard]] bool routes() const override { return true; }
+  [[nodiscard]] bool renumbers() const override { return true; }  // one token per slab downstream
+
+ private:
+  void assemble(Context& ctx, bool gpu);
+  Array slab_;  // the slab being assembled from chunks
 };
 
 /// Openings of one slab, counting its own planes: remaining(n) and spectrum(n) for n = 0..N,
@@ -137,9 +158,10 @@ struct SlabGraph {
 };
 
 /// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
-/// `options.max_size` must be ≥ 0 unless the plan has a single slab.
+/// `options.max_size` must be ≥ 0 unless the plan has a single slab. Slabs are read in chunks of
+/// about `chunk_bytes` (whole planes; 0: whole slabs).
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
-                                const MaskReader& reader);
+                                const MaskReader& reader, std::int64_t chunk_bytes = kSlabChunkBytes);
 
 /// Adds volume.i → distance.i for every worker and one "collect.r" per rank r (each rank's own
 /// collector fills `result`): after the run, every rank knows max D as far as `plan.halo` tells.

@@ -7,8 +7,9 @@
 // into bench/results/granulometry.json (metrics.slabs_2048, or slabs_2048_ranksN under mpirun,
 // and a target per element on compute time, the wall time's beside it) keeping the rest of the file.
 // Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
-//        [--elements octahedron,cube,ball] [--repeats 1] [--emulate]
+//        [--elements octahedron,cube,ball] [--repeats 1] [--emulate] [--tag NAME]
 // --emulate (one rank): each GPU count's slabs one after the other on GPU 0, timed alone.
+// --tag NAME: the results key gets _NAME (slabs_2048[_ranksN]_NAME), e.g. runs on two GPUs.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
   bool emulated = false;
+  std::string tag;  // appended to the results key (a run on other machines than the 4-GPU one)
   std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -224,6 +226,7 @@ int main(int argc, char** argv) {
     else if (a == "--elements") elements_text = next();
     else if (a == "--repeats") repeats = std::max(1, std::stoi(next()));
     else if (a == "--emulate") emulated = true;
+    else if (a == "--tag") tag = next();
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
@@ -349,7 +352,7 @@ int main(int argc, char** argv) {
                                    "compute: the slowest worker's time in its openings (over every rank under "
                                    "mpirun); efficiency T1 / (g Tg)"}};
   // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
-  const std::string suffix = env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "";
+  const std::string suffix = (env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "") + (tag.empty() ? "" : "_" + tag);
   merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix, targets);
   (void)result.write();  // prints where
   std::printf("total %.0f s\n", std::chrono::duration<double>(Clock::now() - t0).count());

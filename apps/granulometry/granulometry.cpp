@@ -40,12 +40,13 @@ struct Options {
   bool size_map = false;
   std::int64_t slab_planes = 0;  ///< own planes per slab, 0: as many as fit the memory budget
   std::string device_memory;     ///< bytes per place for slabs, empty: from the devices
+  std::string read_chunk = "256M";  ///< bytes of a slab read (and sent to its place) at a time
   std::string generate_sample;
   std::int64_t sample_size = 128;
 };
 
-/// "4G", "512M", "100000": bytes (K, M, G, T are powers of 1024).
-double parse_bytes(const std::string& text) {
+/// "4G", "512M", "100000": bytes (K, M, G, T are powers of 1024), for the option `option`.
+double parse_bytes(const std::string& text, const char* option = "--device-memory") {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   double scale = 1;
@@ -56,7 +57,8 @@ double parse_bytes(const std::string& text) {
   else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
   else if (!unit.empty()) end = nullptr;
   if (end == text.c_str() || !end || !(v > 0))
-    throw ConfigError("--device-memory: expected a positive number of bytes (suffix K, M, G or T), got '" + text + "'");
+    throw ConfigError(std::string(option) + ": expected a positive number of bytes (suffix K, M, G or T), got '" + text +
+                      "'");
   return v * scale;
 }
 
@@ -167,7 +169,8 @@ Graph granulometry_graph(const Job& job, const SlabPlan& plan, int max_size,
     else on_round = [advance](int round, int rounds) { advance("granulometry (slab rounds)", round, rounds); };
   }
   Graph graph;
-  const morphology::SlabGraph slabs = morphology::add_slab_granulometry(graph, plan, g, job.reader);
+  const morphology::SlabGraph slabs = morphology::add_slab_granulometry(
+      graph, plan, g, job.reader, static_cast<std::int64_t>(parse_bytes(job.o.read_chunk, "--read-chunk")));
   auto& sink = graph.add<granulometry::ReportSink>("report", job.o.output, report, plan, job.o.size_map, on_round);
   graph.connect(slabs.remaining, sink.remaining);
   graph.connect(slabs.spectrum, sink.spectrum);
@@ -193,6 +196,8 @@ int granulometry_main(int argc, char** argv) {
        "own planes per slab (0: as many as fit --device-memory, the volume shared by all places)")
       ("device-memory", po::value(&o.device_memory),
        "bytes a slab may use per place, e.g. 8G (default: 70% of the smallest GPU, or half a rank's memory)")
+      ("read-chunk", po::value(&o.read_chunk)->default_value(o.read_chunk),
+       "bytes of a slab read at a time, whole planes (each chunk travels to its GPU while the next is read)")
       ("generate-sample", po::value(&o.generate_sample), "write a sample volume FILE.h5:/exchange/data and exit")
       ("sample-size", po::value(&o.sample_size)->default_value(128), "edge of the sample volume");
   add_common_options(desc, common);
@@ -224,6 +229,7 @@ int granulometry_main(int argc, char** argv) {
   if (o.output.empty()) throw ConfigError("--output: missing (the folder for curve.csv, granulometry.h5, curve.svg)");
   if (o.slab_planes < 0) throw ConfigError("--slab-planes: expected N >= 0, got " + std::to_string(o.slab_planes));
   if (!o.device_memory.empty()) (void)parse_bytes(o.device_memory);
+  (void)parse_bytes(o.read_chunk, "--read-chunk");
   const morphology::ThresholdRule rule = morphology::ThresholdRule::parse(o.threshold);
   if (o.median != 0 && o.median != 3 && o.median != 5)
     throw ConfigError("--median: expected 3 or 5 (or 0 for none), got " + std::to_string(o.median));

@@ -111,8 +111,10 @@ TEST_F(GranulometryApp, ManySlabsOutOfCoreGiveTheSameCurveAndSizeMap) {
                              " --devices cpu --size-map --output ";
     // Without --max-size a first pass finds N, then 9 slabs of 4 planes; with N = 6 (a halo of 14
     // planes), 650000 bytes at 15 per voxel hold 33 planes of 36²: 8 slabs of 5 own planes.
+    // Then chunks of 2 planes (36² bytes each) read at a time and assembled by upload.i.
     const std::vector<std::pair<std::string, std::string>> variants = {
-        {"", "--slab-planes 4"}, {"--max-size 7", "--slab-planes 4"}, {"--max-size 6", "--device-memory 650000"}};
+        {"", "--slab-planes 4"}, {"--max-size 7", "--slab-planes 4"}, {"--max-size 6", "--device-memory 650000"},
+        {"--max-size 6", "--slab-planes 4 --read-chunk 2592"}};
     for (const auto& [common, slabs] : variants) {
       const Outcome whole = run(base + path("whole") + " " + common);
       ASSERT_EQ(whole.code, 0) << whole.output;
@@ -143,6 +145,11 @@ TEST_F(GranulometryApp, ManySlabsOutOfCoreGiveTheSameCurveAndSizeMap) {
                         "--output " + path("none"));
   EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_NE(o.output.find("--device-memory"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(path("none") + "/curve.csv"));
+  const Outcome chunk = run("--input " + sample + ":/exchange/data --devices cpu --max-size 6 --read-chunk 0 "
+                            "--output " + path("none"));
+  EXPECT_EQ(chunk.code, 2) << chunk.output;
+  EXPECT_NE(chunk.output.find("--read-chunk"), std::string::npos) << chunk.output;
   EXPECT_FALSE(fs::exists(path("none") + "/curve.csv"));
 }
 

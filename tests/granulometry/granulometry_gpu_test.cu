@@ -272,6 +272,12 @@ TEST(GranulometryGpu, ProgramOnGpuMatchesCpu) {
     EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(gpu + "/curve.csv")) << element;
     EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(mapped + "/curve.csv")) << element;
     EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(slabs + "/curve.csv")) << element;
+    // Slabs read in chunks of 3 planes of 96 x 96 voxels, assembled on the GPU by upload.i.
+    const std::string chunks = (dir / (std::string(element) + "-chunks")).string();
+    ASSERT_EQ(std::system((base + chunks + " --devices gpu --max-size 12 --slab-planes 40 --read-chunk 27648").c_str()), 0);
+    const std::string whole = (dir / (std::string(element) + "-whole12")).string();
+    ASSERT_EQ(std::system((base + whole + " --devices cpu --max-size 12").c_str()), 0);
+    EXPECT_EQ(read_text(whole + "/curve.csv"), read_text(chunks + "/curve.csv")) << element;
   }
   std::filesystem::remove_all(dir);
 }

@@ -240,10 +240,10 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
     throw ConfigError("granulometry over " + std::to_string(plan.slabs()) + " slabs: the largest size must be known");
   auto& sum = graph.add<CurveSum>("curve", plan.workers);
   SlabGraph out{sum.remaining, sum.spectrum, {}};
+  const std::int64_t plane = plan.height * plan.width;
+  const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;  // planes
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    const std::int64_t plane = plan.height * plan.width;
-    const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;
     auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk);
     auto& upload = graph.add<SlabUpload>("upload." + id);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);

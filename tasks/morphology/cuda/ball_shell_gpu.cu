@@ -20,7 +20,10 @@
 // minimum ≤ r as it is and every other one > r, which is all the reach needs.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "distance_gpu.cuh"
@@ -449,14 +452,30 @@ __global__ void ball_levels_kernel(const std::uint16_t* D, std::uint8_t* L, std:
   }
 }
 
-/// Blocks that fill the GPU once (the kernels loop over their tiles).
+/// Blocks that fill the GPU once (the kernels loop over their tiles). The device's count of
+/// resident blocks is asked once per kernel, device, block size and shared memory (three
+/// launches per size would otherwise ask it every time).
 template <class Kernel>
 unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int64_t tiles) {
-  int device = 0, sms = 0, per_sm = 0;
+  using Key = std::tuple<const void*, int, int, std::size_t>;
+  static std::mutex mutex;
+  static std::map<Key, std::int64_t> known;
+  int device = 0;
   WEFT_CUDA_CHECK(cudaGetDevice(&device));
-  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
-  const std::int64_t resident = static_cast<std::int64_t>(sms) * (per_sm < 1 ? 1 : per_sm);
+  const Key key{reinterpret_cast<const void*>(kernel), device, threads, shared};
+  std::int64_t resident = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) resident = it->second;
+  }
+  if (resident == 0) {
+    int sms = 0, per_sm = 0;
+    WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
+    resident = static_cast<std::int64_t>(sms) * (per_sm < 1 ? 1 : per_sm);
+    const std::lock_guard<std::mutex> lock(mutex);
+    known[key] = resident;
+  }
   return static_cast<unsigned>(tiles < 1 ? 1 : (tiles < resident ? tiles : resident));
 }
 

@@ -57,19 +57,17 @@ double octahedron_bit_bytes_per_voxel(int computed) {
 int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
 
 /// Balls by the shell method (ball_shell_gpu.cu, sizes up to 63), DRAM bytes per voxel over sizes
-/// 1..computed + 1: the pack reads the u16 erosion distances and writes two bit planes; the y
-/// pass reads the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and
-/// writes the u16 reach; the z pass walks each column once, reading the reach and the P bits.
-/// Plus the bounded erosion distances once (a row pass and two windowed passes of u16: about 12
-/// bytes). Since e8b474f the pack reads the u8 levels ⌈√D⌉ instead (1 byte, not 2) and the levels
-/// are made once (3 bytes): this model, kept as the results were written with it, counts one
-/// byte per voxel and size too many. (Before 2026-11-26 the z pass was windowed too and the model
-/// counted its reads over the halo: 2 · (128 + 2W) / 128 bytes.)
+/// 1..computed + 1: the pack reads the u8 levels ⌈√D⌉ and writes two bit planes; the y pass reads
+/// the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and writes the
+/// u16 reach; the z pass walks each column once, reading the reach and the P bits. Plus, once,
+/// the bounded erosion distances (a row pass and two windowed passes of u16: about 12 bytes) and
+/// the levels made from them (3 bytes). Rows written before 2026-11-26's third session counted
+/// the pack's reads as the u16 distances (one byte per voxel and size more, and no levels).
 double ball_shell_bytes_per_voxel(int computed) {
-  double bytes = 12.0;
+  double bytes = 12.0 + 3.0;
   for (int n = 1; n <= computed + 1; ++n) {
     const double halo = (128.0 + 2.0 * shell_window(n)) / 128.0;
-    bytes += (2.0 + 0.25) + (3.0 / 8.0 * halo + 2.0) + (2.0 + 0.125);
+    bytes += (1.0 + 0.25) + (3.0 / 8.0 * halo + 2.0) + (2.0 + 0.125);
   }
   return bytes;
 }

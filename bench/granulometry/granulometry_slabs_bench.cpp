@@ -79,6 +79,12 @@ struct Measure {
   std::int64_t planes = 0;
 };
 
+/// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them.
+morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget) {
+  return morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
+                                morphology::slab_bytes_per_voxel(e, last, false, true));
+}
+
 /// One run of the slab graph; `trim`: give the device pools back after it (else the next run of
 /// the same configuration reuses them, as the warm-up intends).
 Measure run_once(const Environment& env, const Array& volume, Element e, int last, const std::vector<Place>& places,
@@ -89,12 +95,11 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
     for (const auto& g : env.cluster().ranks[static_cast<std::size_t>(p.rank)].gpus)
       if (g.index == p.device && (budget == 0 || 0.7 * static_cast<double>(g.memory_bytes) < budget))
         budget = 0.7 * static_cast<double>(g.memory_bytes);
-  const auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last),
-                                           static_cast<int>(places.size()), 0, budget,
-                                           morphology::slab_bytes_per_voxel(e, last, false, true));
+  const auto plan = plan_for(s, e, last, static_cast<int>(places.size()), budget);
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
-  // The copy of a worker's first slab overlaps nothing (its GPU waits for it): 16 threads per
-  // reader, since one thread copies a few GB/s and a 2048^3 slab over 4 GPUs is over 2 GB.
+  // The copy of a worker's first slab overlaps only its own transfer (chunk by chunk; its GPU
+  // waits for the whole slab): 16 threads per reader, since one thread copies a few GB/s and a
+  // 2048^3 slab over 4 GPUs is over 2 GB.
   morphology::MaskReader reader = [&volume, plane, s](std::int64_t first, std::int64_t count) {
     Array out = Array::host(DType::u8, Shape(count, s[1], s[2]));
     const auto* from = volume.data<std::uint8_t>() + static_cast<std::size_t>(first) * plane;
@@ -149,8 +154,7 @@ struct Emulated {
 
 Emulated emulate(const Array& volume, Element e, int last, int g, double budget) {
   const Shape& s = volume.shape();
-  const auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
-                                           morphology::slab_bytes_per_voxel(e, last, false, true));
+  const auto plan = plan_for(s, e, last, g, budget);
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));

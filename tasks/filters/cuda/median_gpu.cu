@@ -110,22 +110,15 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 /// One aligned 3×3 strip per thread (u8/u16; median3_aligned_rows's preconditions checked by the
-/// launcher), in 32-bit indices; blockIdx.z: the plane. kShuffle: side pixels by warp shuffles
-/// (a warp is one row of 32 strips, blockDim.x = 32; lanes past the image repeat the last strip).
-template <class T, int kRows, int kBorder, bool kShuffle>
+/// launcher), in 32-bit indices; blockIdx.z: the plane.
+template <class T, int kRows, int kBorder>
 __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, int nx, int ny) {
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
-  int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
+  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
   const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
-  if (y0 >= ny) return;  // the whole warp
-  bool store = true;
-  if (x0 >= nx) {
-    if constexpr (!kShuffle) return;
-    store = false;
-    x0 = nx - kPixels;
-  }
+  if (x0 >= nx || y0 >= ny) return;
   const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
-  median3_aligned_rows<T, kRows, kBorder, kShuffle>(src + plane, dst + plane, nx, ny, y0, x0, store);
+  median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
 }
 
 }  // namespace device
@@ -184,16 +177,16 @@ bool aligned_applies(const void* in, const void* out, device::Extent e, std::siz
   return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && e.ny >= 2 && border != device::kZero;
 }
 
-template <class T, int kRows, bool kShuffle = false>  // T = u8 or u16
+template <class T, int kRows>  // T = u8 or u16
 void launch_aligned(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   if (border == device::kMirror)
-    device::median3_aligned_kernel<T, kRows, device::kMirror, kShuffle>
+    device::median3_aligned_kernel<T, kRows, device::kMirror>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   else
-    device::median3_aligned_kernel<T, kRows, device::kClamp, kShuffle>
+    device::median3_aligned_kernel<T, kRows, device::kClamp>
         <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   check_launch("median3_aligned_kernel", stream);
 }
@@ -286,12 +279,6 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
         default: return launch_aligned<T, 8>(in, out, e, border, s);
       }
     }
-    if (m.kind == "shfl" && size == 3 && (m.rows == 6 || m.rows == 8)) {  // aligned, side pixels by shuffles
-      if (!aligned_applies(in, out, e, sizeof(T), border))
-        return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
-      if (m.rows == 6) return launch_aligned<T, 6, true>(in, out, e, border, s);
-      return launch_aligned<T, 8, true>(in, out, e, border, s);
-    }
     const bool interleaved_rows = m.rows == 1 || m.rows == 2 || m.rows == 4 || m.rows == 8;
     if (m.kind == "dpx" && size == 3 && interleaved_rows)
       return launch_interleaved_rows<T, false>(m.rows, in, out, e, border, s);
@@ -324,7 +311,7 @@ std::vector<std::string> gpu::median_methods(DType type, int size, bool volume) 
   if (volume || (type != DType::u8 && type != DType::u16)) return names;
   if (size == 3) {
     for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8", "aligned2", "aligned4", "aligned6",
-                          "aligned8", "shfl6", "shfl8"})
+                          "aligned8"})
       names.emplace_back(n);
     if (type == DType::u8)
       for (const char* n : {"half1", "half2", "half4", "half8"}) names.emplace_back(n);

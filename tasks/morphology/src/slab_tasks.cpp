@@ -44,42 +44,36 @@ void SlabSource::run(Context& ctx) {
   if (next_ < 0) {  // a new slab
     if (round_ == plan_.rounds()) return ctx.end_stream();
     current_ = plan_.slab(round_++, worker_);
-    if (current_.empty()) {
+    if (current_.empty()) {  // past the volume: a 1-plane empty mask
       Array m = Array::host(DType::u8, Shape(1, 1, 1));
       m.zero();
-      ctx.put(mask, std::move(m));
-      SlabPlanes p = planes_of(current_);
-      if (chunk_planes_ > 0) p.insert(p.end(), {0, 0});
-      return ctx.put(slab, std::move(p));
-    }
-    if (chunk_planes_ == 0 || chunk_planes_ >= current_.read_planes()) {
-      ctx.put(mask, read(current_.read_first, current_.read_planes()));
-      SlabPlanes p = planes_of(current_);
-      if (chunk_planes_ > 0) p.insert(p.end(), {current_.read_first, current_.read_end});
-      return ctx.put(slab, std::move(p));
+      return send(ctx, std::move(m), 0, 0);
     }
     next_ = current_.read_first;
   }
-  const std::int64_t first = next_, count = std::min(chunk_planes_, current_.read_end - next_);
-  ctx.put(mask, read(first, count));
-  SlabPlanes p = planes_of(current_);
-  p.insert(p.end(), {first, first + count});
-  ctx.put(slab, std::move(p));
+  const std::int64_t first = next_;
+  const std::int64_t count = chunk_planes_ > 0 ? std::min(chunk_planes_, current_.read_end - first) : current_.read_planes();
   next_ = first + count < current_.read_end ? first + count : -1;
+  send(ctx, read(first, count), first, first + count);
+}
+
+void SlabSource::send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end) {
+  ctx.put(mask, std::move(m));
+  SlabPlanes p = planes_of(current_);
+  if (chunk_planes_ > 0) p.insert(p.end(), {chunk_first, chunk_end});
+  ctx.put(slab, std::move(p));
 }
 
 void SlabUpload::assemble(Context& ctx, bool gpu) {
   Array m = ctx.take(mask_in);
   SlabPlanes p = ctx.take(slab_in);
-  if (p.size() == 4) {  // a whole slab
-    ctx.put(mask, std::move(m));
-    return ctx.put(slab, std::move(p));
-  }
-  if (p.size() != 6) throw ConfigError(name() + ": expected a slab's 4 planes or a chunk's 6, got " + std::to_string(p.size()));
-  const std::int64_t c0 = p[4], c1 = p[5];
-  const bool whole = p[1] <= p[0] || (c0 == p[2] && c1 == p[3]);  // empty slab, or a single chunk
+  if (p.size() != 4 && p.size() != 6)
+    throw ConfigError(name() + ": expected a slab's 4 planes or a chunk's 6, got " + std::to_string(p.size()));
+  // A whole slab (4 planes, an empty slab or a single chunk) goes on as it is.
+  const std::int64_t c0 = p.size() == 6 ? p[4] : p[2], c1 = p.size() == 6 ? p[5] : p[3];
+  const bool part = p[1] > p[0] && (c0 != p[2] || c1 != p[3]);
   p.resize(4);
-  if (whole) {
+  if (!part) {
     ctx.put(mask, std::move(m));
     return ctx.put(slab, std::move(p));
   }
@@ -93,17 +87,14 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
                       ") arrived before its slab's first chunk");
   const std::size_t plane = static_cast<std::size_t>(m.shape()[1] * m.shape()[2]);
   auto* to = static_cast<std::uint8_t*>(slab_.raw()) + static_cast<std::size_t>(c0 - p[2]) * plane;
+  (void)gpu;
 #if defined(WEFT_HAVE_CUDA)
-  if (gpu) {
+  if (gpu)
     WEFT_CUDA_CHECK(cudaMemcpyAsync(to, m.raw(), m.bytes(), cudaMemcpyDeviceToDevice,
                                     static_cast<cudaStream_t>(ctx.stream())));
-  } else {
-    std::memcpy(to, m.raw(), m.bytes());
-  }
-#else
-  (void)gpu;
-  std::memcpy(to, m.raw(), m.bytes());
+  else
 #endif
+    std::memcpy(to, m.raw(), m.bytes());
   if (c1 == p[3]) {  // the last chunk: the slab goes on
     ctx.put(mask, std::move(slab_));
     slab_ = Array();

@@ -280,13 +280,9 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
 /// branch between them, so that they are in flight together. kRows even. On an H100 the generic
 /// strip's 64-bit offsets and branchy borders cost 3× the instructions; branches between the loads,
 /// or 10-20 % more registers (a block less per SM), cost 8-15 % at 8192² (bench/filters/NOTES.md).
-/// kShuffle (device code, every lane of the warp calling, lane i at the strip right of lane i − 1's
-/// where both lie in the image): the side pixels come from the neighbouring lanes' row vectors by
-/// warp shuffles, loaded only by the warp's end lanes and at the image's right edge. `store`:
-/// whether this lane writes its outputs (a lane past the image repeats the last strip to shuffle).
-template <class T, int kRows, int kBorder, bool kShuffle = false>  // kBorder: kClamp or kMirror
+template <class T, int kRows, int kBorder>  // kBorder: kClamp or kMirror
 WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int y0,
-                                          int x0, bool store = true) {
+                                          int x0) {
   static_assert(kRows % 2 == 0, "output rows go in pairs");
   static_assert(kBorder == kClamp || kBorder == kMirror, "a zero border takes median3_interleaved_strip");
   using K = InterleavedKeys<T, false>;
@@ -302,17 +298,8 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
     Word u[4];
     load16(at, u);
 #if defined(__CUDA_ARCH__)
-    Word l, r;
-    if constexpr (kShuffle) {
-      const int lane = static_cast<int>(threadIdx.x & 31u);
-      const Word from_left = __shfl_up_sync(0xffffffffu, u[3], 1) >> (32 - 8 * static_cast<int>(sizeof(T)));
-      const Word from_right = __shfl_down_sync(0xffffffffu, u[0], 1);
-      l = lane > 0 ? from_left : (inner ? __ldg(at - 1) : __ldg(at + (xl - x0)));
-      r = lane < 31 && x0 + K::kPixels < nx ? from_right : (inner ? __ldg(at + K::kPixels) : __ldg(at + (xr - x0)));
-    } else {
-      l = inner ? __ldg(at - 1) : __ldg(at + (xl - x0));
-      r = inner ? __ldg(at + K::kPixels) : __ldg(at + (xr - x0));
-    }
+    const Word l = inner ? __ldg(at - 1) : __ldg(at + (xl - x0));
+    const Word r = inner ? __ldg(at + K::kPixels) : __ldg(at + (xr - x0));
 #else
     const Word l = at[xl - x0], r = at[xr - x0];
 #endif
@@ -327,12 +314,12 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
       p_hi[k] = L::max(rows[q + 1][k], rows[q + 2][k]);
     }
     median3_row<L>(p_lo, p_hi, rows[q], o);
-    if (store && y0 + q < ny) {
+    if (y0 + q < ny) {
       K::pack(o, v);
       store16(out + ((y0 + q) * nx + x0), v);
     }
     median3_row<L>(p_lo, p_hi, rows[q + 3], o);
-    if (store && y0 + q + 1 < ny) {
+    if (y0 + q + 1 < ny) {
       K::pack(o, v);
       store16(out + ((y0 + q + 1) * nx + x0), v);
     }

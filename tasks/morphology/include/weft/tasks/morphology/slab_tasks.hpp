@@ -50,6 +50,7 @@ class SlabSource final : public Task {
 
  private:
   Array read(std::int64_t first, std::int64_t count) const;
+  void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;

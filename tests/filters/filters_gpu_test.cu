@@ -206,7 +206,7 @@ TEST_F(FiltersGpu, EveryMedianMethodIsExact) {
           }
 }
 
-// Every convolution method (tile, blocked, streaming with 4/8/16 rows, cuFFT): warps of 128
+// Every convolution method (tile, blocked, streaming with 4/8/16 rows, rolling strips, cuFFT): warps of 128
 // columns, so widths sweep the warp ±1, the ±r halo of the shuffle path (inside warps need
 // r ≤ x, x + 128 + r ≤ nx, widths multiple of 4) and unaligned widths; heights the row groups
 // (5 × 264: inside warps whose strip runs more than R rows past the image, mirrored back into it).

@@ -247,6 +247,110 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
   }
 }
 
+/// The rolling full convolution of one long strip (4 columns × `rows` output rows, `rows` at run
+/// time) of a warp of 128 columns, on rows 4-element aligned in planes under 2³¹ elements and
+/// more than R rows: the thread streams the rows + 2R input rows once, each input row added into
+/// the K output rows it meets, so that only K × 4 accumulators are live. A finished row leaves as
+/// one vector store; its accumulators start a new output row with its first product. The next
+/// input row is loaded before the current one is used. With a long strip the 2R halo rows cost
+/// 2R / rows more reads, against (kRows + 2R) / kRows for the short strips above, and the grid
+/// can be sized to whole waves.
+/// The warp-edge lanes read their halo as one predicated vector load beside the row's. kEdge: a
+/// warp at the image's left or right edge, whose edge lanes take the halo from their own vector;
+/// lanes past the image load the last vector and store nothing. nx ≥ 4. Rows are mapped by selects (near_index) under clamp and mirror,
+/// and outside rows read as zeros under the zero border.
+/// One row per iteration: the accumulators shift by register moves (4 (K − 1) per row), kAhead
+/// input rows are loaded ahead of the one in use (a ring shifted the same way). Unrolling K rows
+/// instead (output o in slot o mod K, no moves) let ptxas hoist the body's loads: 128 registers
+/// at 7×7, and slower on an H200 at every size and radius (bench/filters/NOTES.md).
+template <int R, int kAhead, bool kEdge, int kBorder, class T>
+__device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
+                                                    const FullWeights<2 * R + 1>& w, long long z, int y0, int xs,
+                                                    int rows) {
+  constexpr int K = 2 * R + 1;
+  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
+  const long long plane = z * e.ny * e.nx;
+  const unsigned lane = threadIdx.x;
+  const int xl = kEdge ? min(xs, nx - 4) : xs;  // the vector this lane loads
+  const T* in = src + plane + xl;
+  T* out = dst + plane + xs;
+  const bool store = !kEdge || xs < nx;
+  const int n_out = min(rows, ny - y0);
+  const int n_in = n_out + 2 * R;
+  // The lanes whose halo is not in the neighbouring lanes' vectors: the warp's edge lanes read the
+  // vector beside theirs (inside the image); at the image's edges a lane maps its halo onto its own
+  // vector (R < 4 columns: clamp repeats the edge pixel, mirror reflects the vector, zero is 0).
+  const bool left_load = lane == 0 && xs > 0;
+  const bool right_load = lane == 31 && xs + 4 < nx;
+  const bool left_own = kEdge && xs == 0;
+  const bool right_own = kEdge && xs + 4 == nx;
+  struct Row {
+    float v[4], h[4];  // the lane's vector; the one beside it for the warp's edge lanes
+  };
+  // Row k of the strip (0 ≤ k < n_in); under clamp and mirror, rows past ny − 1 + R capped as in
+  // convolve_inside_strip.
+  auto fetch = [&](int k, Row& row) {
+    const int y = y0 - R + k;
+    const T* at = in + (kBorder == kZero ? min(max(y, 0), ny - 1) : near_index(min(y, ny - 1 + R), ny, kBorder)) *
+                           static_cast<long long>(nx);
+    load4(at, row.v);
+    if constexpr (R > 0)
+      if (left_load || right_load) load4(at + (left_load ? -4 : 4), row.h);
+    if (kBorder == kZero && (y < 0 || y >= ny)) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) row.v[c] = row.h[c] = 0.0f;
+    }
+  };
+  auto own = [](const float (&v)[4], int clamp_at, int mirror_at) {
+    return kBorder == kClamp ? v[clamp_at] : kBorder == kMirror ? v[mirror_at] : 0.0f;
+  };
+  float acc[K][4];
+#pragma unroll
+  for (int s = 0; s < K; ++s)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[s][c] = 0.0f;
+  Row ahead[kAhead];
+#pragma unroll
+  for (int a = 0; a < kAhead; ++a) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) ahead[a].h[c] = 0.0f;
+    if (a < n_in) fetch(a, ahead[a]);
+  }
+  // Input row k: kernel row i into acc[K − 1 − i], which holds output k − i; acc[0] (output
+  // k − 2R) is then finished, and the slots shift down by one.
+#pragma unroll 1
+  for (int k = 0; k < n_in; ++k) {
+    const Row cur = ahead[0];
+#pragma unroll
+    for (int a = 0; a + 1 < kAhead; ++a) ahead[a] = ahead[a + 1];
+    if (k + kAhead < n_in) fetch(k + kAhead, ahead[kAhead - 1]);
+    asm volatile("" ::: "memory");  // the next rows' loads stay ahead of this row's arithmetic
+    float x[4 + 2 * R];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) x[R + c] = cur.v[c];
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      const float up = __shfl_up_sync(0xffffffffu, cur.v[4 - R + j], 1);
+      const float down = __shfl_down_sync(0xffffffffu, cur.v[j], 1);
+      x[j] = left_own ? own(cur.v, 0, R - j) : left_load ? cur.h[4 - R + j] : up;  // column xs − R + j
+      x[4 + R + j] = right_own ? own(cur.v, 3, 2 - j) : right_load ? cur.h[j] : down;  // xs + 4 + j
+    }
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+      float(&a)[4] = acc[K - 1 - i];
+#pragma unroll
+      for (int j = 0; j < K; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) a[c] = i == 0 && j == 0 ? w.w[0] * x[c] : fmaf(w.w[i * K + j], x[c + j], a[c]);
+    }
+    if (const int o = k - 2 * R; o >= 0 && store) store4(out + (y0 + o) * static_cast<long long>(nx), acc[0]);
+#pragma unroll
+    for (int m = 0; m + 1 < K; ++m)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[m][c] = acc[m + 1][c];
+  }
+}
+
 template <int R, int kRows, bool kInside, class T>
 __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                        const SeparableWeights<2 * R + 1>& w, int border, long long z,

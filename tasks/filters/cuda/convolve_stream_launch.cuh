@@ -6,6 +6,7 @@
 // own convolve_stream_<type>_gpu.cu, so that nvcc compiles them in parallel.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "convolve_stream.cuh"
 #include "filters_gpu.cuh"
@@ -46,6 +47,27 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
     convolve_general_strip<R, kRows, false>(src, dst, e, weights, border, blockIdx.z, s.y0, s.xs, s.vector_store);
 }
 
+/// Rolling strips (convolve_roll_strip): each warp 128 columns × `rows` rows, blocks of
+/// kStreamWarps warps stacked vertically; rows 4-element aligned, planes under 2³¹ elements
+/// and more than R rows, at least 4 columns (else the launcher runs the 4-row streaming kernel).
+template <int R, int kAhead, class T>
+__global__ void __launch_bounds__(32 * kStreamWarps, 6)
+    convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {
+  const int warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
+  const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * rows;
+  if (y0 >= e.ny) return;  // whole warps
+  const int y = static_cast<int>(y0), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
+  const bool edge = warp_x - R < 0 || warp_x + 32 * kStreamColumns + R > e.nx;
+  auto run = [&](auto border_tag) {
+    constexpr int B = decltype(border_tag)::value;
+    if (edge) convolve_roll_strip<R, kAhead, true, B>(src, dst, e, w, blockIdx.z, y, x, rows);
+    else convolve_roll_strip<R, kAhead, false, B>(src, dst, e, w, blockIdx.z, y, x, rows);
+  };
+  if (border == kClamp) run(std::integral_constant<int, kClamp>{});
+  else if (border == kMirror) run(std::integral_constant<int, kMirror>{});
+  else run(std::integral_constant<int, kZero>{});
+}
+
 }  // namespace device
 
 namespace {
@@ -72,9 +94,61 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   }
 }
 
+/// Rows per rolling strip: `rows` when given, else the fewest whole waves of resident warps (one
+/// when the strips can be 16 rows or more), a multiple of 4 (the general strips' groups).
+template <int R, int kAhead, class T> int roll_rows(device::Extent e, int rows) {
+  if (rows > 0) return (rows + 3) / 4 * 4;
+  static const int resident_blocks = [] {
+    int blocks = 0;
+    WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, device::convolve_roll_kernel<R, kAhead, T>, 32 * device::kStreamWarps, 0));
+    return blocks * device::multiprocessor_count();
+  }();
+  const long long warps = static_cast<long long>(resident_blocks) * device::kStreamWarps;
+  const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
+  long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
+  long long h = groups > 0 ? (e.ny + groups - 1) / groups : e.ny;
+  if (h < 16) h = 16;  // several waves of 16-row strips rather than one of short ones
+  return static_cast<int>((h + 3) / 4 * 4);
+}
+
+template <int R, int kAhead, class T>
+void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel,
+                 int border, cudaStream_t stream) {
+  constexpr int K = 2 * R + 1;
+  device::FullWeights<K> w;
+  for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
+  const int h = roll_rows<R, kAhead, T>(e, rows);
+  const device::StreamLaunch l = device::stream_launch(src, dst, e, h);
+  if (!l.aligned || e.ny * e.nx >= (1LL << 31) || e.ny <= R || e.nx < 4)
+    return full_rows<R, 4>(src, dst, e, h_kernel, d_kernel, border, stream);
+  device::convolve_roll_kernel<R, kAhead><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, h);
+  check_launch("convolve_roll_kernel", stream);
+}
+
+template <int kAhead, class T>
+void roll_variant(int rows, const T* src, T* dst, device::Extent e, const float* h, const float* d, int ksize,
+                int border, cudaStream_t s) {
+  switch (ksize / 2) {
+    case 0: return roll_radius<0, kAhead>(rows, src, dst, e, h, d, border, s);
+    case 1: return roll_radius<1, kAhead>(rows, src, dst, e, h, d, border, s);
+    case 2: return roll_radius<2, kAhead>(rows, src, dst, e, h, d, border, s);
+    default: return roll_radius<3, kAhead>(rows, src, dst, e, h, d, border, s);
+  }
+}
+
 }  // namespace
 
 namespace device {
+
+template <class T>
+void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
+                          int rows, int ahead, int border, cudaStream_t s) {
+  if (ksize / 2 > kStreamMaxRadius)
+    throw ConfigError("convolve: the rolling kernel takes sizes up to 7, not " + std::to_string(ksize));
+  if (ahead == 1) return roll_variant<1>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+  return roll_variant<2>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+}
 
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,

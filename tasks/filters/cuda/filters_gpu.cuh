@@ -71,7 +71,8 @@ struct MedianPolicy {
 /// from 1024², streaming with 4 rows for radius ≤ 2, for radius 3 the tile kernel below 2048², the
 /// blocked one below 4096², streaming above; blocked for radius 4 and 5; tile up to 21×21; cuFFT
 /// from 31×31 (7-9.5 GP/s, flat in the size, against the tile's 11.9 GP/s at 21×21: 25 is the
-/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size.
+/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size. From 2048² up
+/// to 4096² and radius ≤ 3: rolling strips (roll_min_pixels below).
 struct ConvolveChoice {
   const char* kind;
   int rows;
@@ -90,6 +91,12 @@ struct ConvolvePolicy {
   int fft_min_size = 25;
   long long small_max_pixels = 1024LL * 1024 - 1;  // up to this many pixels: the tile kernel
   int stream_rows = 4;
+  /// Rolling strips (convolve_roll_strip, one wave of long strips) from 2048² up to 4096²: on an
+  /// H100 (filters_bench, this change) 2048² f32 batches of 3×3 / 5×5 / 7×7 ran at 403 / 329 /
+  /// 199 GP/s (7×7 with one row loaded ahead, "rolls") against 337 / 202 / 154 for the policy's
+  /// streaming and blocked kernels; at 4096² even (±1 %), at 8192² 10-30 % slower than 4-row strips.
+  long long roll_min_pixels = 2048LL * 2048;
+  long long roll_max_pixels = 4096LL * 4096 - 1;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
   /// of tensor_min_pixels or more; from tensor_large_size on only from tensor_large_min_pixels
@@ -110,6 +117,8 @@ struct ConvolvePolicy {
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
+    if (r <= stream_max_radius && pixels >= roll_min_pixels && pixels < roll_max_pixels)
+      return {r == 3 ? "rolls" : "roll", 0};
     if (r <= 2) return {"stream", stream_rows};
     if (r == 3) {
       if (pixels >= 4096LL * 4096) return {"stream", stream_rows};
@@ -162,6 +171,10 @@ static_assert(separable_policy(90).fused_max_radius <= kFusedMaxRadius);
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
                             int rows, int border, cudaStream_t s);
+/// Rolling strips of `rows` rows (0: sized to whole waves), `ahead` input rows loaded ahead (1 or 2).
+template <class T>
+void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
+                          int rows, int ahead, int border, cudaStream_t s);
 template <class T>
 void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row, const float* h_column, int ksize,
                              int rows, int border, cudaStream_t s);

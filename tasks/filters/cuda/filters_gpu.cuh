@@ -71,8 +71,8 @@ struct MedianPolicy {
 /// from 1024², streaming with 4 rows for radius ≤ 2, for radius 3 the tile kernel below 2048², the
 /// blocked one below 4096², streaming above; blocked for radius 4 and 5; tile up to 21×21; cuFFT
 /// from 31×31 (7-9.5 GP/s, flat in the size, against the tile's 11.9 GP/s at 21×21: 25 is the
-/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size. From 2048² to
-/// below 8192² and radius ≤ 3 (from 4096² radius 2 and 3): rolling strips (roll_min_pixels below).
+/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size. Rolling
+/// strips from 2048² (radius ≤ 3; from 4096² 7×7, and 5×5 below 8192²): roll_min_pixels below.
 struct ConvolveChoice {
   const char* kind;
   int rows;
@@ -91,14 +91,14 @@ struct ConvolvePolicy {
   int fft_min_size = 25;
   long long small_max_pixels = 1024LL * 1024 - 1;  // up to this many pixels: the tile kernel
   int stream_rows = 4;
-  /// Rolling strips (convolve_roll_strip, one wave of long strips) from 2048² to below 8192²
-  /// (filters_bench on an H100 at e0d4d4f, f32 batches, GP/s, bench/filters/NOTES.md): at 2048²
-  /// 3×3 / 5×5 / 7×7 397 / 331-340 / 222-226 against 340 / 205 / 155 for the 4-row strips and
-  /// the blocked kernel; at 4096² 5×5 with one row ahead ("rolls") 304 against 283, 7×7 with two
-  /// ("roll") 262 against 198, 3×3 even (319 against 323: the 4-row strips stay); at 8192² the
-  /// 4-row strips are 7-30 % faster.
+  /// Rolling strips (convolve_roll_strip, one wave of long strips), f32 batches on an H100 in GP/s
+  /// (filters_bench, bench/filters/NOTES.md): at 2048² every radius ≤ 3 with two rows ahead
+  /// ("roll": 397 / 345 / 226 for 3×3 / 5×5 / 7×7 against 340 / 206 / 155 for the 4-row strips
+  /// and the blocked kernel); from 4096² 7×7 with one row ahead at 64 registers ("rolls": 267 at
+  /// 4096², 306 at 8192², against 198 and 273), 5×5 "rolls" below 8192² (304 against 285; at 8192²
+  /// 322 against 349); 3×3 from 4096² stays with the 4-row strips (319 against 323, 276 against 360).
   long long roll_min_pixels = 2048LL * 2048;
-  long long roll_large_min_pixels = 4096LL * 4096;  // from here 5×5 and 7×7 only
+  long long roll_large_min_pixels = 4096LL * 4096;  // from here 5×5 (below roll_max_pixels) and 7×7
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
@@ -120,10 +120,10 @@ struct ConvolvePolicy {
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
-    if (r <= stream_max_radius && pixels >= roll_min_pixels && pixels < roll_large_min_pixels)
-      return {r == 3 ? "rolls" : "roll", 0};
-    if (r <= stream_max_radius && r >= 2 && pixels >= roll_large_min_pixels && pixels < roll_max_pixels)
-      return {r == 3 ? "roll" : "rolls", 0};
+    if (r <= stream_max_radius && pixels >= roll_min_pixels) {
+      if (pixels < roll_large_min_pixels) return {"roll", 0};
+      if (r == 3 || (r == 2 && pixels < roll_max_pixels)) return {"rolls", 0};
+    }
     if (r <= 2) return {"stream", stream_rows};
     if (r == 3) {
       if (pixels >= 4096LL * 4096) return {"stream", stream_rows};

@@ -52,10 +52,6 @@ struct MedianPolicy {
   // of 2 at 1024² and 2048² (not yet taken).
   bool aligned = true;
   long long aligned_rows_8_min_pixels = 4096LL * 4096;  // else 2 rows
-  /// Rolling aligned strips (median3_roll_rows) of roll_rows rows from roll_min_pixels on (the
-  /// aligned strips' preconditions).
-  long long roll_min_pixels = 4096LL * 4096;
-  int roll_rows = 32;
   [[nodiscard]] constexpr int aligned_rows_for(long long pixels) const {
     return pixels >= aligned_rows_8_min_pixels ? 8 : 2;
   }

@@ -121,77 +121,6 @@ __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* d
   median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
 }
 
-/// Rolling aligned strips (median3_aligned_rows's preconditions): a thread streams `rows` output
-/// rows (even) of its 16-byte strip, each input row loaded and unpacked once, the next pair's two
-/// raw rows loaded before the current pair is computed; output rows in pairs sharing their sorted
-/// middle pair as in median3_aligned_rows. Against the aligned strips of 8 rows: 1 + 2 / rows
-/// row reads and unpacks per output row instead of 1.25, and far fewer registers (kept live: the
-/// window's rows, not all ten): 80 registers at 6 blocks per SM (64 spilled ~100 bytes).
-template <class T, int kBorder>
-__device__ __forceinline__ void median3_roll_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny,
-                                                  int y0, int x0, int rows) {
-  using K = InterleavedKeys<T, false>;
-  using L = DpxLanes;
-  constexpr int kExt = K::kExt;
-  const bool inner = x0 >= 1 && x0 + K::kPixels < nx;
-  const int xl = near_index(x0 - 1, nx, kBorder), xr = near_index(x0 + K::kPixels, nx, kBorder);
-  struct Raw {
-    Word u[4], l, r;
-  };
-  auto load = [&](int q, Raw& w) {  // strip row q: image row y0 − 1 + q (rows past ny feed no stored output)
-    const int y = near_index(y0 - 1 + q < ny ? y0 - 1 + q : ny, ny, kBorder);
-    const T* at = plane + (y * nx + x0);
-    load16(at, w.u);
-    w.l = inner ? __ldg(at - 1) : __ldg(at + (xl - x0));
-    w.r = inner ? __ldg(at + K::kPixels) : __ldg(at + (xr - x0));
-  };
-  const int n_out = min(rows, ny - y0);
-  Word a[kExt], b[kExt];  // rows y − 1 and y of the next output pair (y, y + 1)
-  Raw nc, nd;             // rows y + 1 and y + 2, raw, loaded ahead
-  load(0, nc);
-  load(1, nd);
-  K::unpack(nc.u, nc.l, nc.r, a);
-  K::unpack(nd.u, nd.l, nd.r, b);
-  load(2, nc);
-  load(3, nd);
-#pragma unroll 1
-  for (int q = 0; q < n_out; q += 2) {
-    Word c[kExt], d[kExt];
-    K::unpack(nc.u, nc.l, nc.r, c);
-    K::unpack(nd.u, nd.l, nd.r, d);
-    if (q + 2 < n_out) {
-      load(q + 4, nc);
-      load(q + 5, nd);
-    }
-    Word p_lo[kExt], p_hi[kExt], o[K::kHalf], v[4];
-#pragma unroll
-    for (int k = 0; k < kExt; ++k) {  // rows y, y + 1 sorted once for both outputs
-      p_lo[k] = L::min(b[k], c[k]);
-      p_hi[k] = L::max(b[k], c[k]);
-    }
-    median3_row<L>(p_lo, p_hi, a, o);
-    K::pack(o, v);
-    store16(out + ((y0 + q) * nx + x0), v);
-    if (q + 1 < n_out) {
-      median3_row<L>(p_lo, p_hi, d, o);
-      K::pack(o, v);
-      store16(out + ((y0 + q + 1) * nx + x0), v);
-    }
-#pragma unroll
-    for (int k = 0; k < kExt; ++k) a[k] = c[k], b[k] = d[k];
-  }
-}
-
-template <class T, int kBorder>
-__global__ void __launch_bounds__(128, 6) median3_roll_kernel(const T* src, T* dst, int nx, int ny, int rows) {
-  constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
-  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
-  const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * rows;
-  if (x0 >= nx || y0 >= ny) return;
-  const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
-  median3_roll_rows<T, kBorder>(src + plane, dst + plane, nx, ny, y0, x0, rows);
-}
-
 }  // namespace device
 
 namespace {
@@ -262,20 +191,6 @@ void launch_aligned(const void* in, void* out, device::Extent e, int border, cud
   check_launch("median3_aligned_kernel", stream);
 }
 
-template <class T>  // T = u8 or u16; rows even
-void launch_roll(int rows, const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
-  constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
-  const StripGrid g = strip_grid(e, pixels, rows, 4);  // 128 threads
-  const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  if (border == device::kMirror)
-    device::median3_roll_kernel<T, device::kMirror>
-        <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny, rows);
-  else
-    device::median3_roll_kernel<T, device::kClamp>
-        <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny, rows);
-  check_launch("median3_roll_kernel", stream);
-}
-
 template <class T, bool kHalfKeys>
 void launch_interleaved_rows(int rows, const void* in, void* out, device::Extent e, int border, cudaStream_t s) {
   switch (rows) {
@@ -328,7 +243,7 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
     const long long pixels = e.slices * e.ny * e.nx;
     const bool lanes = sizeof(T) <= 2;  // u8, u16: the packed and interleaved kernels
     if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T), border))
-      m = pixels >= p.roll_min_pixels ? Method{"roll", p.roll_rows} : Method{"aligned", p.aligned_rows_for(pixels)};
+      m = {"aligned", p.aligned_rows_for(pixels)};
     else if (lanes && size == 3 && p.interleaved)
       m = {p.interleaved_half_keys && sizeof(T) == 1 ? "half" : "dpx", p.interleaved_rows_for(pixels)};
     else if (lanes && size == 3 && p.packed)
@@ -364,11 +279,6 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
         default: return launch_aligned<T, 8>(in, out, e, border, s);
       }
     }
-    if (m.kind == "roll" && size == 3 && m.rows >= 2 && m.rows % 2 == 0 && m.rows <= 1024) {
-      if (!aligned_applies(in, out, e, sizeof(T), border))  // forced on an image it does not apply to
-        return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
-      return launch_roll<T>(m.rows, in, out, e, border, s);
-    }
     const bool interleaved_rows = m.rows == 1 || m.rows == 2 || m.rows == 4 || m.rows == 8;
     if (m.kind == "dpx" && size == 3 && interleaved_rows)
       return launch_interleaved_rows<T, false>(m.rows, in, out, e, border, s);
@@ -401,7 +311,7 @@ std::vector<std::string> gpu::median_methods(DType type, int size, bool volume) 
   if (volume || (type != DType::u8 && type != DType::u16)) return names;
   if (size == 3) {
     for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8", "aligned2", "aligned4", "aligned6",
-                          "aligned8", "roll16", "roll32", "roll64"})
+                          "aligned8"})
       names.emplace_back(n);
     if (type == DType::u8)
       for (const char* n : {"half1", "half2", "half4", "half8"}) names.emplace_back(n);

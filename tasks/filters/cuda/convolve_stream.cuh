@@ -251,14 +251,14 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 /// time) of a warp of 128 columns, on rows 4-element aligned in planes under 2³¹ elements and
 /// more than R rows: the thread streams the rows + 2R input rows once, each input row added into
 /// the K output rows it meets, so that only K × 4 accumulators are live. A finished row leaves as
-/// one vector store; its accumulators start a new output row with its first product. The next
-/// input row is loaded before the current one is used. With a long strip the 2R halo rows cost
-/// 2R / rows more reads, against (kRows + 2R) / kRows for the short strips above, and the grid
-/// can be sized to whole waves.
+/// one vector store; its accumulators start a new output row with its first product. With a long
+/// strip the 2R halo rows cost 2R / rows more reads, against (kRows + 2R) / kRows for the short
+/// strips above, and the grid can be sized to whole waves.
 /// The warp-edge lanes read their halo as one predicated vector load beside the row's. kEdge: a
 /// warp at the image's left or right edge, whose edge lanes take the halo from their own vector;
-/// lanes past the image load the last vector and store nothing. nx ≥ 4. Rows are mapped by selects (near_index) under clamp and mirror,
-/// and outside rows read as zeros under the zero border.
+/// lanes past the image load the last vector and store nothing (nx ≥ 4). Rows are mapped by
+/// selects (near_index) under clamp and mirror, and outside rows read as zeros under the zero
+/// border.
 /// One row per iteration: the accumulators shift by register moves (4 (K − 1) per row), kAhead
 /// input rows are loaded ahead of the one in use (a ring shifted the same way). Unrolling K rows
 /// instead (output o in slot o mod K, no moves) let ptxas hoist the body's loads: 128 registers

@@ -1,5 +1,8 @@
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "exec/device.hpp"
 #include "weft/cuda.hpp"
@@ -15,6 +18,26 @@ void check_cuda(cudaError_t code, const char* call, std::source_location where) 
 }  // namespace detail
 
 int cuda_device_count() noexcept { return detail::gpu_count(); }
+
+std::int64_t resident_blocks(const void* kernel, int threads, std::size_t shared) {
+  using Key = std::tuple<const void*, int, int, std::size_t>;
+  static std::mutex mutex;
+  static std::map<Key, std::int64_t> known;
+  int device = 0;
+  WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  const Key key{kernel, device, threads, shared};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  int sms = 0, per_sm = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
+  const std::int64_t resident = static_cast<std::int64_t>(sms) * (per_sm < 1 ? 1 : per_sm);
+  const std::lock_guard<std::mutex> lock(mutex);
+  known[key] = resident;
+  return resident;
+}
 
 void check_launch(const char* kernel, cudaStream_t stream, std::source_location where) {
   detail::check_cuda(cudaGetLastError(), kernel, where);

@@ -383,6 +383,12 @@ __device__ __forceinline__ void separable_stream_strip(const T* __restrict__ src
   }
 }
 
+/// Planes the 32-bit inside and rolling paths take: under 2³¹ elements and more than R rows (so
+/// that near_index's reflections stay inside the plane).
+template <int R> __host__ __device__ constexpr bool small_plane(Extent e) {
+  return e.ny * e.nx < (1LL << 31) && e.ny > R;
+}
+
 /// The strip of this thread and whether its warp takes the inside path (warp-uniform).
 struct StreamStrip {
   long long y0, xs;
@@ -397,8 +403,15 @@ __device__ __forceinline__ StreamStrip stream_strip(Extent e, bool aligned) {
   s.xs = warp_x + threadIdx.x * kStreamColumns;
   s.inside = aligned && warp_x - R >= 0 && warp_x + 32 * kStreamColumns + R <= e.nx;
   s.vector_store = aligned && s.xs + kStreamColumns <= e.nx;
-  s.small_plane = e.ny * e.nx < (1LL << 31) && e.ny > R;
+  s.small_plane = small_plane<R>(e);
   return s;
+}
+
+/// Whether every row of src and dst starts on a kStreamColumns-element vector.
+template <class T> inline bool rows_aligned(const T* src, const T* dst, Extent e) {
+  constexpr std::uintptr_t vector = kStreamColumns * sizeof(T);
+  return reinterpret_cast<std::uintptr_t>(src) % vector == 0 && reinterpret_cast<std::uintptr_t>(dst) % vector == 0 &&
+         e.nx % kStreamColumns == 0;
 }
 
 /// Grid and block of a streaming launch and whether the vector path is allowed.
@@ -416,9 +429,7 @@ template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst,
   int warps = kStreamWarps;
   const int min_blocks = 2 * multiprocessor_count();
   while (warps > 1 && blocks_x * ((warps_y + warps - 1) / warps) * e.slices < min_blocks) warps /= 2;
-  constexpr std::uintptr_t vector = kStreamColumns * sizeof(T);
-  const bool aligned = reinterpret_cast<std::uintptr_t>(src) % vector == 0 &&
-                       reinterpret_cast<std::uintptr_t>(dst) % vector == 0 && e.nx % kStreamColumns == 0;
+  const bool aligned = rows_aligned(src, dst, e);
   return {dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>((warps_y + warps - 1) / warps),
                static_cast<unsigned>(e.slices)),
           dim3(32, warps), aligned};

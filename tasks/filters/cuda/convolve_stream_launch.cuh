@@ -48,8 +48,8 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 }
 
 /// Rolling strips (convolve_roll_strip): each warp 128 columns × `rows` rows, blocks of
-/// kStreamWarps warps stacked vertically; rows 4-element aligned, planes under 2³¹ elements
-/// and more than R rows, at least 4 columns (else the launcher runs the 4-row streaming kernel).
+/// kStreamWarps warps stacked vertically; rows 4-element aligned (rows_aligned), planes that
+/// small_plane<R> takes (else the launcher runs the 4-row streaming kernel).
 /// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 24 bytes, and ran 306 GP/s
 /// at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
 template <int R, int kAhead, class T>
@@ -97,16 +97,12 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
 }
 
 /// Rows per rolling strip: `rows` when given, else the fewest whole waves of resident warps (one
-/// when the strips can be 16 rows or more), a multiple of 4 (the general strips' groups).
+/// when the strips can be 16 rows or more); rounded up to a multiple of 4, the lengths
+/// bench/results/filters.json measured.
 template <int R, int kAhead, class T> int roll_rows(device::Extent e, int rows) {
   if (rows > 0) return (rows + 3) / 4 * 4;
-  static const int resident_blocks = [] {
-    int blocks = 0;
-    WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, device::convolve_roll_kernel<R, kAhead, T>, 32 * device::kStreamWarps, 0));
-    return blocks * device::multiprocessor_count();
-  }();
-  const long long warps = static_cast<long long>(resident_blocks) * device::kStreamWarps;
+  const long long warps =
+      resident_blocks(device::convolve_roll_kernel<R, kAhead, T>, 32 * device::kStreamWarps, 0) * device::kStreamWarps;
   const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
   long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
   long long h = groups > 0 ? (e.ny + groups - 1) / groups : e.ny;
@@ -117,13 +113,13 @@ template <int R, int kAhead, class T> int roll_rows(device::Extent e, int rows) 
 template <int R, int kAhead, class T>
 void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel,
                  int border, cudaStream_t stream) {
+  if (!device::rows_aligned(src, dst, e) || !device::small_plane<R>(e))
+    return full_rows<R, 4>(src, dst, e, h_kernel, d_kernel, border, stream);
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const int h = roll_rows<R, kAhead, T>(e, rows);
   const device::StreamLaunch l = device::stream_launch(src, dst, e, h);
-  if (!l.aligned || e.ny * e.nx >= (1LL << 31) || e.ny <= R || e.nx < 4)
-    return full_rows<R, 4>(src, dst, e, h_kernel, d_kernel, border, stream);
   device::convolve_roll_kernel<R, kAhead><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, h);
   check_launch("convolve_roll_kernel", stream);
 }

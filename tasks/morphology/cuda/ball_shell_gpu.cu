@@ -20,10 +20,7 @@
 // minimum ≤ r as it is and every other one > r, which is all the reach needs.
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 #include <type_traits>
 
 #include "distance_gpu.cuh"
@@ -452,30 +449,11 @@ __global__ void ball_levels_kernel(const std::uint16_t* D, std::uint8_t* L, std:
   }
 }
 
-/// Blocks that fill the GPU once (the kernels loop over their tiles). The device's count of
-/// resident blocks is asked once per kernel, device, block size and shared memory (three
-/// launches per size would otherwise ask it every time).
+/// Blocks that fill the GPU once (the kernels loop over their tiles; weft::resident_blocks asks
+/// the device once per kernel, device, block size and shared memory).
 template <class Kernel>
 unsigned resident_grid(Kernel kernel, int threads, std::size_t shared, std::int64_t tiles) {
-  using Key = std::tuple<const void*, int, int, std::size_t>;
-  static std::mutex mutex;
-  static std::map<Key, std::int64_t> known;
-  int device = 0;
-  WEFT_CUDA_CHECK(cudaGetDevice(&device));
-  const Key key{reinterpret_cast<const void*>(kernel), device, threads, shared};
-  std::int64_t resident = 0;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) resident = it->second;
-  }
-  if (resident == 0) {
-    int sms = 0, per_sm = 0;
-    WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
-    resident = static_cast<std::int64_t>(sms) * (per_sm < 1 ? 1 : per_sm);
-    const std::lock_guard<std::mutex> lock(mutex);
-    known[key] = resident;
-  }
+  const std::int64_t resident = weft::resident_blocks(kernel, threads, shared);
   return static_cast<unsigned>(tiles < 1 ? 1 : (tiles < resident ? tiles : resident));
 }
 

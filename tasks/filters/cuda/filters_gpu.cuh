@@ -72,7 +72,7 @@ struct MedianPolicy {
 /// blocked one below 4096², streaming above; blocked for radius 4 and 5; tile up to 21×21; cuFFT
 /// from 31×31 (7-9.5 GP/s, flat in the size, against the tile's 11.9 GP/s at 21×21: 25 is the
 /// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size. Rolling
-/// strips from 2048² (radius ≤ 3; from 4096² 7×7, and 5×5 below 8192²): roll_min_pixels below.
+/// strips from 512² (radius ≤ 3; from 4096² 7×7, and 5×5 below 8192²): roll_min_pixels below.
 struct ConvolveChoice {
   const char* kind;
   int rows;
@@ -97,7 +97,11 @@ struct ConvolvePolicy {
   /// and the blocked kernel); from 4096² 7×7 with one row ahead at 64 registers ("rolls": 267 at
   /// 4096², 306 at 8192², against 198 and 273), 5×5 "rolls" below 8192² (304 against 285; at 8192²
   /// 322 against 349); 3×3 from 4096² stays with the 4-row strips (319 against 323, 276 against 360).
-  long long roll_min_pixels = 2048LL * 2048;
+  /// Below 2048² too (filters.json at 96811fb, batches in µs, "roll" against the choice then):
+  /// 1024² 6.3 / 6.8 / 8.0 against 8.3 (4-row strips) / 11.7 (4-row strips) / 15.7 (tile) for
+  /// 3×3 / 5×5 / 7×7, 512² 5.9 / 6.6 / 8.0 against the tile's 6.0 / 7.0 / 8.5. Smaller images keep
+  /// the tile kernel (not measured).
+  long long roll_min_pixels = 512LL * 512;
   long long roll_large_min_pixels = 4096LL * 4096;  // from here 5×5 (below roll_max_pixels) and 7×7
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
@@ -119,11 +123,11 @@ struct ConvolvePolicy {
         (ksize < tensor_large_size || pixels >= tensor_large_min_pixels))
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
-    if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
     if (r <= stream_max_radius && pixels >= roll_min_pixels) {
       if (pixels < roll_large_min_pixels) return {"roll", 0};
       if (r == 3 || (r == 2 && pixels < roll_max_pixels)) return {"rolls", 0};
     }
+    if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
     if (r <= 2) return {"stream", stream_rows};
     if (r == 3) {
       if (pixels >= 4096LL * 4096) return {"stream", stream_rows};

@@ -274,9 +274,11 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
     return device::launch_convolve_stream(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
-  if ((m.kind == "roll" || m.kind == "rolls") && m.rows >= 0 && r <= device::kStreamMaxRadius)
-    return device::launch_convolve_roll(src, dst, e, h_w, d_w, ksize, m.rows, m.kind == "rolls" ? 1 : 2, border,
-                                        stream);
+  // Rolling strips with rows ahead: roll 2 and rolls 1 in registers, rollq 4 in a shared-memory ring.
+  if ((m.kind == "roll" || m.kind == "rolls" || m.kind == "rollq") && m.rows >= 0 && r <= device::kStreamMaxRadius) {
+    const int ahead = m.kind == "rolls" ? 1 : m.kind == "rollq" ? 4 : 2;
+    return device::launch_convolve_roll(src, dst, e, h_w, d_w, ksize, m.rows, ahead, border, stream);
+  }
   if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {
     switch (r) {
       case 0: return convolve_blocked<0>(src, dst, e, d_w, border, stream);
@@ -365,7 +367,7 @@ std::vector<std::string> gpu::convolve_methods(int ksize, DType type) {
     for (const char* n : {"tensor1", "tensor2", "tensor4"}) names.emplace_back(n);  // "tensor": the default
   if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");
   if (r <= device::kStreamMaxRadius)
-    for (const char* n : {"stream4", "stream8", "stream16", "roll", "rolls", "roll16"})
+    for (const char* n : {"stream4", "stream8", "stream16", "roll", "rolls", "roll16", "rollq", "rollq4"})
       names.emplace_back(n);
   return names;
 }

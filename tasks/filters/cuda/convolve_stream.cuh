@@ -1,5 +1,6 @@
 #pragma once
-// Streaming register-blocked convolution (layers 3-4, no shared memory): each thread owns a strip
+// Streaming register-blocked convolution (layers 3-4; shared memory only as the rolling strips'
+// ring of rows in flight, convolve_roll_strip's kAsync): each thread owns a strip
 // of 4 consecutive output columns × kRows output rows; a warp covers 128 columns. The thread
 // streams the kRows + 2R input rows of its strip top to bottom; each row is one aligned 4-element
 // load, its 2R neighbours come from the adjacent lanes by shuffles (R ≤ 4) or from the adjacent
@@ -57,6 +58,43 @@ template <class T> __device__ __forceinline__ float load1(const T* __restrict__ 
   if constexpr (std::is_same_v<T, Half>) return __half2float(__ushort_as_half(__ldg(&p->bits)));
   else return static_cast<float>(__ldg(p));
 }
+
+/// The same from shared memory (plain loads; __ldg reads global memory only).
+template <class T> __device__ __forceinline__ void load4_shared(const T* p, float (&v)[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(p);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else if constexpr (sizeof(T) == 1) {
+    const uchar4 u = *reinterpret_cast<const uchar4*>(p);
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+  } else {
+    const ushort4 u = *reinterpret_cast<const ushort4*>(p);
+    const unsigned short s[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if constexpr (std::is_same_v<T, Half>) v[c] = __half2float(__ushort_as_half(s[c]));
+      else v[c] = static_cast<float>(s[c]);
+    }
+  }
+}
+
+/// Asynchronous copy of the 4 elements at `from` (global, aligned to 4 elements) to `to` (shared):
+/// cp.async, which holds no register while in flight; committed as groups, waited for by count.
+template <class T> __device__ __forceinline__ void copy4_async(T* to, const T* from) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(to));
+  if constexpr (sizeof(T) == 4)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(from) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(at), "l"(from), "n"(4 * sizeof(T)) : "memory");
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending> __device__ __forceinline__ void wait_async() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+/// Elements of one row's slot in a rolling strip's shared ring: 32 lane vectors and the two
+/// vectors beside the warp (read by its edge lanes), 4 elements each.
+inline constexpr int kRingSlot = 34 * 4;
 
 /// Four outputs at p (aligned to 4 elements), converted as from_float.
 template <class T> __device__ __forceinline__ void store4(T* __restrict__ p, const float (&v)[4]) {
@@ -263,10 +301,13 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 /// input rows are loaded ahead of the one in use (a ring shifted the same way). Unrolling K rows
 /// instead (output o in slot o mod K, no moves) let ptxas hoist the body's loads: 128 registers
 /// at 7×7, and slower on an H200 at every size and radius (bench/filters/NOTES.md).
-template <int R, int kAhead, bool kEdge, int kBorder, class T>
+/// `ring` (kAsync): the warp's kAhead + 1 slots of kRingSlot elements in shared memory; the kAhead
+/// rows ahead are cp.async copies into it instead of registers (no register per row in flight,
+/// so more rows ahead at the same occupancy).
+template <int R, int kAhead, bool kEdge, int kBorder, bool kAsync, class T>
 __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                     const FullWeights<2 * R + 1>& w, long long z, int y0, int xs,
-                                                    int rows) {
+                                                    int rows, T* ring) {
   constexpr int K = 2 * R + 1;
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   const long long plane = z * e.ny * e.nx;
@@ -289,17 +330,41 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   };
   // Row k of the strip (0 ≤ k < n_in); under clamp and mirror, rows past ny − 1 + R capped as in
   // convolve_inside_strip.
-  auto fetch = [&](int k, Row& row) {
-    const int y = y0 - R + k;
-    const T* at = in + (kBorder == kZero ? min(max(y, 0), ny - 1) : near_index(min(y, ny - 1 + R), ny, kBorder)) *
-                           static_cast<long long>(nx);
-    load4(at, row.v);
-    if constexpr (R > 0)
-      if (left_load || right_load) load4(at + (left_load ? -4 : 4), row.h);
+  auto row_at = [&](int y) {
+    return in + (kBorder == kZero ? min(max(y, 0), ny - 1) : near_index(min(y, ny - 1 + R), ny, kBorder)) *
+                    static_cast<long long>(nx);
+  };
+  auto clear_outside = [&](int y, Row& row) {
     if (kBorder == kZero && (y < 0 || y >= ny)) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) row.v[c] = row.h[c] = 0.0f;
     }
+  };
+  auto fetch = [&](int k, Row& row) {
+    const T* at = row_at(y0 - R + k);
+    load4(at, row.v);
+    if constexpr (R > 0)
+      if (left_load || right_load) load4(at + (left_load ? -4 : 4), row.h);
+    clear_outside(y0 - R + k, row);
+  };
+  // kAsync: row k's copies go to slot k mod (kAhead + 1), one commit group per row (empty past
+  // the strip, so that the count of groups in flight stays kAhead).
+  auto issue = [&](int k) {
+    if (k < n_in) {
+      const T* at = row_at(y0 - R + k);
+      T* slot = ring + (k % (kAhead + 1)) * kRingSlot;
+      copy4_async(slot + lane * 4, at);
+      if constexpr (R > 0)
+        if (left_load || right_load) copy4_async(slot + (right_load ? 33 : 32) * 4, at + (left_load ? -4 : 4));
+    }
+    commit_async();
+  };
+  auto take = [&](int k, Row& row) {
+    const T* slot = ring + (k % (kAhead + 1)) * kRingSlot;
+    load4_shared(slot + lane * 4, row.v);
+    if constexpr (R > 0)
+      if (left_load || right_load) load4_shared(slot + (right_load ? 33 : 32) * 4, row.h);
+    clear_outside(y0 - R + k, row);
   };
   auto own = [](const float (&v)[4], int clamp_at, int mirror_at) {
     return kBorder == kClamp ? v[clamp_at] : kBorder == kMirror ? v[mirror_at] : 0.0f;
@@ -309,21 +374,35 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   for (int s = 0; s < K; ++s)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[s][c] = 0.0f;
-  Row ahead[kAhead];
+  Row ahead[kAsync ? 1 : kAhead];
+  if constexpr (kAsync) {
 #pragma unroll
-  for (int a = 0; a < kAhead; ++a) {
+    for (int a = 0; a < kAhead; ++a) issue(a);
+  } else {
 #pragma unroll
-    for (int c = 0; c < 4; ++c) ahead[a].h[c] = 0.0f;
-    if (a < n_in) fetch(a, ahead[a]);
+    for (int a = 0; a < kAhead; ++a) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) ahead[a].h[c] = 0.0f;
+      if (a < n_in) fetch(a, ahead[a]);
+    }
   }
   // Input row k: kernel row i into acc[K − 1 − i], which holds output k − i; acc[0] (output
   // k − 2R) is then finished, and the slots shift down by one.
 #pragma unroll 1
   for (int k = 0; k < n_in; ++k) {
-    const Row cur = ahead[0];
+    Row cur;
+    if constexpr (kAsync) {
+      issue(k + kAhead);        // into the slot row k − 1 left
+      wait_async<kAhead>();     // row k has landed (this lane's own copies only)
 #pragma unroll
-    for (int a = 0; a + 1 < kAhead; ++a) ahead[a] = ahead[a + 1];
-    if (k + kAhead < n_in) fetch(k + kAhead, ahead[kAhead - 1]);
+      for (int c = 0; c < 4; ++c) cur.h[c] = 0.0f;
+      take(k, cur);
+    } else {
+      cur = ahead[0];
+#pragma unroll
+      for (int a = 0; a + 1 < kAhead; ++a) ahead[a] = ahead[a + 1];
+      if (k + kAhead < n_in) fetch(k + kAhead, ahead[kAhead - 1]);
+    }
     asm volatile("" ::: "memory");  // the next rows' loads stay ahead of this row's arithmetic
     float x[4 + 2 * R];
 #pragma unroll

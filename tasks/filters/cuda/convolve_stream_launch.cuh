@@ -52,18 +52,22 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// small_plane<R> takes (else the launcher runs the 4-row streaming kernel).
 /// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 24 bytes, and ran 306 GP/s
 /// at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
-template <int R, int kAhead, class T>
-__global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 ? 8 : 6)
+/// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp.
+template <int R, int kAhead, bool kAsync, class T>
+__global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
     convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {
+  constexpr int kRing = kAsync ? kStreamWarps * (kAhead + 1) * kRingSlot : 1;
+  __shared__ __align__(16) T ring[kRing];
   const int warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
   const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * rows;
   if (y0 >= e.ny) return;  // whole warps
   const int y = static_cast<int>(y0), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
   const bool edge = warp_x - R < 0 || warp_x + 32 * kStreamColumns + R > e.nx;
+  T* mine = kAsync ? ring + threadIdx.y * (kAhead + 1) * kRingSlot : nullptr;
   auto run = [&](auto border_tag) {
     constexpr int B = decltype(border_tag)::value;
-    if (edge) convolve_roll_strip<R, kAhead, true, B>(src, dst, e, w, blockIdx.z, y, x, rows);
-    else convolve_roll_strip<R, kAhead, false, B>(src, dst, e, w, blockIdx.z, y, x, rows);
+    if (edge) convolve_roll_strip<R, kAhead, true, B, kAsync>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
+    else convolve_roll_strip<R, kAhead, false, B, kAsync>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
   };
   if (border == kClamp) run(std::integral_constant<int, kClamp>{});
   else if (border == kMirror) run(std::integral_constant<int, kMirror>{});
@@ -99,10 +103,11 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
 /// Rows per rolling strip: `rows` when given, else the fewest whole waves of resident warps (one
 /// when the strips can be 16 rows or more); rounded up to a multiple of 4, the lengths
 /// bench/results/filters.json measured.
-template <int R, int kAhead, class T> int roll_rows(device::Extent e, int rows) {
+template <int R, int kAhead, bool kAsync, class T> int roll_rows(device::Extent e, int rows) {
   if (rows > 0) return (rows + 3) / 4 * 4;
   const long long warps =
-      resident_blocks(device::convolve_roll_kernel<R, kAhead, T>, 32 * device::kStreamWarps, 0) * device::kStreamWarps;
+      resident_blocks(device::convolve_roll_kernel<R, kAhead, kAsync, T>, 32 * device::kStreamWarps, 0) *
+      device::kStreamWarps;
   const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
   long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
   long long h = groups > 0 ? (e.ny + groups - 1) / groups : e.ny;
@@ -110,7 +115,7 @@ template <int R, int kAhead, class T> int roll_rows(device::Extent e, int rows) 
   return static_cast<int>((h + 3) / 4 * 4);
 }
 
-template <int R, int kAhead, class T>
+template <int R, int kAhead, bool kAsync, class T>
 void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel,
                  int border, cudaStream_t stream) {
   if (!device::rows_aligned(src, dst, e) || !device::small_plane<R>(e))
@@ -118,20 +123,20 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
-  const int h = roll_rows<R, kAhead, T>(e, rows);
+  const int h = roll_rows<R, kAhead, kAsync, T>(e, rows);
   const device::StreamLaunch l = device::stream_launch(src, dst, e, h);
-  device::convolve_roll_kernel<R, kAhead><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, h);
+  device::convolve_roll_kernel<R, kAhead, kAsync><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, h);
   check_launch("convolve_roll_kernel", stream);
 }
 
-template <int kAhead, class T>
+template <int kAhead, bool kAsync, class T>
 void roll_variant(int rows, const T* src, T* dst, device::Extent e, const float* h, const float* d, int ksize,
-                int border, cudaStream_t s) {
+                  int border, cudaStream_t s) {
   switch (ksize / 2) {
-    case 0: return roll_radius<0, kAhead>(rows, src, dst, e, h, d, border, s);
-    case 1: return roll_radius<1, kAhead>(rows, src, dst, e, h, d, border, s);
-    case 2: return roll_radius<2, kAhead>(rows, src, dst, e, h, d, border, s);
-    default: return roll_radius<3, kAhead>(rows, src, dst, e, h, d, border, s);
+    case 0: return roll_radius<0, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
+    case 1: return roll_radius<1, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
+    case 2: return roll_radius<2, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
+    default: return roll_radius<3, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
   }
 }
 
@@ -144,8 +149,11 @@ void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel,
                           int rows, int ahead, int border, cudaStream_t s) {
   if (ksize / 2 > kStreamMaxRadius)
     throw ConfigError("convolve: the rolling kernel takes sizes up to 7, not " + std::to_string(ksize));
-  if (ahead == 1) return roll_variant<1>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
-  return roll_variant<2>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+  switch (ahead) {  // 1, 2: rows ahead in registers; 4: in a shared ring (cp.async)
+    case 1: return roll_variant<1, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+    case 4: return roll_variant<4, true>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+    default: return roll_variant<2, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+  }
 }
 
 template <class T>

@@ -102,6 +102,11 @@ struct ConvolvePolicy {
   /// 3×3 / 5×5 / 7×7, 512² 5.9 / 6.6 / 8.0 against the tile's 6.0 / 7.0 / 8.5. Smaller images keep
   /// the tile kernel (not measured).
   long long roll_min_pixels = 512LL * 512;
+  /// From 4096² the rows ahead of 7×7 (below roll_max_pixels) and of 3×3 (strips of 4 rows) go
+  /// through a ring in shared memory ("rollq": cp.async, 4 rows ahead, no register held per row in
+  /// flight). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md): 7×7 at 4096² 291-292
+  /// against 267-269 for "rolls" (at 8192² 292 against 309: "rolls" stays); 3×3 "rollq4" at 4096²
+  /// 334-340 against 320-326 for the 4-row strips, at 8192² 363-364 against 358-360.
   long long roll_large_min_pixels = 4096LL * 4096;  // from here 5×5 (below roll_max_pixels) and 7×7
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
@@ -125,6 +130,8 @@ struct ConvolvePolicy {
     if (ksize >= fft_min_size) return {"fft", 0};
     if (r <= stream_max_radius && pixels >= roll_min_pixels) {
       if (pixels < roll_large_min_pixels) return {"roll", 0};
+      if (r == 3 && pixels < roll_max_pixels) return {"rollq", 0};
+      if (r == 1) return {"rollq", 4};
       if (r == 3 || (r == 2 && pixels < roll_max_pixels)) return {"rolls", 0};
     }
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
@@ -180,7 +187,8 @@ static_assert(separable_policy(90).fused_max_radius <= kFusedMaxRadius);
 template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
                             int rows, int border, cudaStream_t s);
-/// Rolling strips of `rows` rows (0: sized to whole waves), `ahead` input rows loaded ahead (1 or 2).
+/// Rolling strips of `rows` rows (0: sized to whole waves), `ahead` input rows loaded ahead (1 or 2 in
+/// registers, 4 through a ring in shared memory).
 template <class T>
 void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
                           int rows, int ahead, int border, cudaStream_t s);

@@ -15,6 +15,7 @@
 // (the same fma chain as the two-pass kernels' scratch image) and the column pass into the
 // accumulators, so the fused result is bit-identical to the two-pass one.
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 
@@ -36,46 +37,31 @@ template <int K> struct SeparableWeights {
 inline constexpr int kStreamColumns = 4;  // outputs per thread and row (one vector access)
 inline constexpr int kStreamWarps = 4;    // warps per block, stacked vertically
 
-/// Four consecutive elements at p (aligned to 4 elements) as floats.
-template <class T> __device__ __forceinline__ void load4(const T* __restrict__ p, float (&v)[4]) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 f = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-  } else if constexpr (sizeof(T) == 1) {
-    const uchar4 u = __ldg(reinterpret_cast<const uchar4*>(p));
-    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
-  } else {
-    const ushort4 u = __ldg(reinterpret_cast<const ushort4*>(p));
+/// The vector type of four elements of T (u8, u16 or f16 bits, f32).
+template <class T>
+using Vector4 = std::conditional_t<sizeof(T) == 4, float4, std::conditional_t<sizeof(T) == 1, uchar4, ushort4>>;
+/// Four elements of T, loaded as one vector, as floats.
+template <class T> __device__ __forceinline__ void widen4(const Vector4<T>& u, float (&v)[4]) {
+  if constexpr (std::is_same_v<T, Half>) {
     const unsigned short s[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      if constexpr (std::is_same_v<T, Half>) v[c] = __half2float(__ushort_as_half(s[c]));
-      else v[c] = static_cast<float>(s[c]);
-    }
+    for (int c = 0; c < 4; ++c) v[c] = __half2float(__ushort_as_half(s[c]));
+  } else {
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
   }
+}
+/// Four consecutive elements at p (aligned to 4 elements) as floats.
+template <class T> __device__ __forceinline__ void load4(const T* __restrict__ p, float (&v)[4]) {
+  widen4<T>(__ldg(reinterpret_cast<const Vector4<T>*>(p)), v);
 }
 template <class T> __device__ __forceinline__ float load1(const T* __restrict__ p) {
   if constexpr (std::is_same_v<T, Half>) return __half2float(__ushort_as_half(__ldg(&p->bits)));
   else return static_cast<float>(__ldg(p));
 }
 
-/// The same from shared memory (plain loads; __ldg reads global memory only).
+/// The same from shared memory (a plain load; __ldg reads global memory only).
 template <class T> __device__ __forceinline__ void load4_shared(const T* p, float (&v)[4]) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 f = *reinterpret_cast<const float4*>(p);
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-  } else if constexpr (sizeof(T) == 1) {
-    const uchar4 u = *reinterpret_cast<const uchar4*>(p);
-    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
-  } else {
-    const ushort4 u = *reinterpret_cast<const ushort4*>(p);
-    const unsigned short s[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      if constexpr (std::is_same_v<T, Half>) v[c] = __half2float(__ushort_as_half(s[c]));
-      else v[c] = static_cast<float>(s[c]);
-    }
-  }
+  widen4<T>(*reinterpret_cast<const Vector4<T>*>(p), v);
 }
 
 /// Asynchronous copy of the 4 elements at `from` (global, aligned to 4 elements) to `to` (shared):
@@ -348,22 +334,23 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
     clear_outside(y0 - R + k, row);
   };
   // kAsync: row k's copies go to slot k mod (kAhead + 1), one commit group per row (empty past
-  // the strip, so that the count of groups in flight stays kAhead).
+  // the strip, so that the count of groups in flight stays kAhead); a lane's vector at 4 · lane,
+  // the edge lanes' neighbouring vectors after the 32 lanes'.
+  auto slot = [&](int k) { return ring + (k % (kAhead + 1)) * kRingSlot; };
+  const int side = (right_load ? 33 : 32) * 4;
   auto issue = [&](int k) {
     if (k < n_in) {
       const T* at = row_at(y0 - R + k);
-      T* slot = ring + (k % (kAhead + 1)) * kRingSlot;
-      copy4_async(slot + lane * 4, at);
+      copy4_async(slot(k) + lane * 4, at);
       if constexpr (R > 0)
-        if (left_load || right_load) copy4_async(slot + (right_load ? 33 : 32) * 4, at + (left_load ? -4 : 4));
+        if (left_load || right_load) copy4_async(slot(k) + side, at + (left_load ? -4 : 4));
     }
     commit_async();
   };
   auto take = [&](int k, Row& row) {
-    const T* slot = ring + (k % (kAhead + 1)) * kRingSlot;
-    load4_shared(slot + lane * 4, row.v);
+    load4_shared(slot(k) + lane * 4, row.v);
     if constexpr (R > 0)
-      if (left_load || right_load) load4_shared(slot + (right_load ? 33 : 32) * 4, row.h);
+      if (left_load || right_load) load4_shared(slot(k) + side, row.h);
     clear_outside(y0 - R + k, row);
   };
   auto own = [](const float (&v)[4], int clamp_at, int mirror_at) {

@@ -50,9 +50,10 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// Rolling strips (convolve_roll_strip): each warp 128 columns × `rows` rows, blocks of
 /// kStreamWarps warps stacked vertically; rows 4-element aligned (rows_aligned), planes that
 /// small_plane<R> takes (else the launcher runs the 4-row streaming kernel).
-/// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 24 bytes, and ran 306 GP/s
-/// at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
-/// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp.
+/// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 32 bytes under nvcc 13, and
+/// ran 306 GP/s at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
+/// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp
+/// (4 ahead: 64 registers without spills at 7×7, 10.9 KB of shared memory per block for f32).
 template <int R, int kAhead, bool kAsync, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
     convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {

@@ -65,14 +65,14 @@ struct MedianPolicy {
 /// Full convolution: tile of (block_y · rows_per_thread + 2r) × (block_x + 2r) floats in shared
 /// memory, each thread keeping rows_per_thread accumulators (register blocking). The blocked kernel:
 /// each thread a blocked_columns × blocked_rows block of outputs read from float4 rows of the tile
-/// (radius ≤ 5). The streaming kernel (convolve_stream.cuh, no shared memory, radius ≤ 3). cuFFT
-/// in fp64 from fft_min_size. method_for() is what filters_bench measured fastest (H100, 3658ad9,
-/// f32, 512² to 8192², bench/results/filters.json): the tile kernel below 1024² at every radius;
-/// from 1024², streaming with 4 rows for radius ≤ 2, for radius 3 the tile kernel below 2048², the
-/// blocked one below 4096², streaming above; blocked for radius 4 and 5; tile up to 21×21; cuFFT
-/// from 31×31 (7-9.5 GP/s, flat in the size, against the tile's 11.9 GP/s at 21×21: 25 is the
-/// estimated crossing). Streaming with 8 or 16 rows was slower than 4 at every size. Rolling
-/// strips from 512² (radius ≤ 3; from 4096² 7×7, and 5×5 below 8192²): roll_min_pixels below.
+/// (radius ≤ 5). The streaming and rolling kernels (convolve_stream.cuh, radius ≤ 3). cuFFT in
+/// fp64 from fft_min_size. method_for() is what filters_bench measured fastest (H100, f32, 512² to
+/// 8192², bench/results/filters.json): for radius ≤ 3 the rolling strips from 512² (roll_min_pixels
+/// and the fields after it), the 4-row streaming strips where they lose (5×5 at 8192², 1×1 from
+/// 4096²; 3658ad9), the tile kernel below 512²; blocked for radius 4 and 5 from 1024², the tile
+/// kernel below and up to 21×21; cuFFT from 31×31 (7-9.5 GP/s, flat in the size, against the tile's
+/// 11.9 GP/s at 21×21: 25 is the estimated crossing). Streaming with 8 or 16 rows was slower than 4
+/// at every size.
 struct ConvolveChoice {
   const char* kind;
   int rows;
@@ -104,10 +104,10 @@ struct ConvolvePolicy {
   long long roll_min_pixels = 512LL * 512;
   /// From 4096² the rows ahead of 7×7 (below roll_max_pixels) and of 3×3 (strips of 4 rows) go
   /// through a ring in shared memory ("rollq": cp.async, 4 rows ahead, no register held per row in
-  /// flight). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md): 7×7 at 4096² 291-292
-  /// against 267-269 for "rolls" (at 8192² 292 against 309: "rolls" stays); 3×3 "rollq4" at 4096²
-  /// 334-340 against 320-326 for the 4-row strips, at 8192² 363-364 against 358-360.
-  long long roll_large_min_pixels = 4096LL * 4096;  // from here 5×5 (below roll_max_pixels) and 7×7
+  /// flight). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md): 7×7 at 4096² 291-294
+  /// against 267-269 for "rolls" (at 8192² 292-295 against 308-309: "rolls" stays); 3×3 "rollq4" at
+  /// 4096² 334-340 against 321-325 for the 4-row strips, at 8192² 362-364 against 358-360.
+  long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
@@ -130,18 +130,13 @@ struct ConvolvePolicy {
     if (ksize >= fft_min_size) return {"fft", 0};
     if (r <= stream_max_radius && pixels >= roll_min_pixels) {
       if (pixels < roll_large_min_pixels) return {"roll", 0};
-      if (r == 3 && pixels < roll_max_pixels) return {"rollq", 0};
       if (r == 1) return {"rollq", 4};
-      if (r == 3 || (r == 2 && pixels < roll_max_pixels)) return {"rolls", 0};
+      if (r == 3) return pixels < roll_max_pixels ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"rolls", 0};
+      if (r == 2 && pixels < roll_max_pixels) return {"rolls", 0};
     }
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};
     if (r <= 2) return {"stream", stream_rows};
-    if (r == 3) {
-      if (pixels >= 4096LL * 4096) return {"stream", stream_rows};
-      if (pixels >= 2048LL * 2048) return {"blocked", 0};
-      return {"tile", 0};
-    }
-    return {"blocked", 0};
+    return {"blocked", 0};  // radius 4 and 5 (radius 3 from 512² rolls)
   }
 };
 /// Separable passes: rows (each thread columns_per_thread outputs), then columns, through an fp32

@@ -1,6 +1,11 @@
 #include "volume_input.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -93,6 +98,40 @@ Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count)
     throw IoError("cannot read " + std::to_string(a.bytes()) + " bytes at plane " + std::to_string(first) +
                   " of RAW file '" + in.input + "'");
   return a;
+}
+
+std::optional<DirectFile> direct_file(const VolumeInput& in) {
+  if (in.is_raw()) return DirectFile{in.input, 0, parse_dtype(in.dtype, "--dtype")};
+  const io::DatasetRef ref = io::parse_dataset_ref(in.input);
+  const std::optional<io::RawExtent> extent = io::raw_extent(ref);
+  if (!extent) return std::nullopt;
+  return DirectFile{ref.file, extent->offset, extent->dtype};
+}
+
+Array read_foreground_planes(const DirectFile& file, const Shape& shape, std::int64_t first, std::int64_t count,
+                             morphology::Foreground foreground) {
+  const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError("cannot open '" + file.path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const auto size = static_cast<std::int64_t>(dtype_size(file.dtype));
+  const std::int64_t plane = shape[1] * shape[2];
+  return morphology::read_foreground_bits(
+      [&](std::int64_t voxel, std::int64_t voxels, void* to) {
+        auto* at = static_cast<char*>(to);
+        std::int64_t offset = file.offset + (first * plane + voxel) * size, left = voxels * size;
+        while (left > 0) {
+          const ssize_t got = ::pread(fd, at, static_cast<std::size_t>(left), static_cast<off_t>(offset));
+          if (got < 0 && errno == EINTR) continue;
+          if (got <= 0)
+            throw IoError("cannot read " + std::to_string(left) + " bytes at byte " + std::to_string(offset) + " of '" +
+                          file.path + "': " + (got < 0 ? std::strerror(errno) : "the file ends there"));
+          at += got, offset += got, left -= got;
+        }
+      },
+      file.dtype, count, shape[1], shape[2], foreground);
 }
 
 }  // namespace weft::granulometry

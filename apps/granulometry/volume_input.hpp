@@ -1,8 +1,11 @@
 #pragma once
 // Where `weft granulometry` reads its volume: an HDF5 dataset or a RAW file.
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "weft/data/array.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 
 namespace weft::granulometry {
 
@@ -20,5 +23,19 @@ struct VolumeInput {
 [[nodiscard]] Array read_volume(const VolumeInput& in);
 /// Reads planes [first, first + count) of axis 0 (an HDF5 hyperslab or a range of the RAW file).
 [[nodiscard]] Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count);
+
+/// Where the volume's values lie in a file that can be read by pieces (pread on every core): a
+/// RAW file, or an HDF5 dataset stored contiguously (io::raw_extent); nullopt otherwise.
+struct DirectFile {
+  std::string path;
+  std::int64_t offset = 0;  ///< byte of the first value
+  DType dtype = DType::u8;
+};
+[[nodiscard]] std::optional<DirectFile> direct_file(const VolumeInput& in);
+
+/// Foreground bits (morphology/threshold.hpp) of planes [first, first + count) of a volume of
+/// `shape` stored in `file`, read by pieces with pread on every core and packed as they come.
+[[nodiscard]] Array read_foreground_planes(const DirectFile& file, const Shape& shape, std::int64_t first,
+                                           std::int64_t count, morphology::Foreground foreground);
 
 }  // namespace weft::granulometry

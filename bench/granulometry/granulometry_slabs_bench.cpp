@@ -1,11 +1,13 @@
 // Granulometry over several GPUs: a 2048³ volume of overlapping balls (radii 2–40, ~40 %
 // foreground), N = 50, split into slabs over 1, 2 and 4 GPUs (of one rank, or one per rank
 // under mpirun), through the same graph as `weft granulometry` (tasks/morphology/slab_tasks.hpp)
-// with the volume in host memory on every rank (each worker copies its slab's planes: no HDF5).
+// with the volume in host memory on every rank: each worker reads its slab's planes as the program
+// reads a RAW file or a contiguous HDF5 dataset (pieces on every core, packed to foreground bits
+// as they come, unpacked on the GPU), a memcpy from the volume standing for each piece's pread.
 // Reports the run's wall time and the slowest worker's compute time (over every rank) per GPU
 // count, the parallel efficiency T1 / (g · Tg) of both, the bytes floor per GPU, and the read
-// phase timed alone (each worker's slab copied to pinned chunks and uploaded by a hand-written
-// loop, all workers at once) with the wall efficiency it leaves when reading overlaps nothing; merges them
+// phase timed alone (each worker's slab read as bits into pinned chunks, uploaded and unpacked by
+// a hand-written loop, all workers at once) with the wall efficiency it leaves when reading overlaps nothing; merges them
 // into bench/results/granulometry.json (metrics.slabs_2048, or slabs_2048_ranksN under mpirun,
 // and a target per element on compute time, the wall time's beside it) keeping the rest of the file.
 // Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
@@ -38,6 +40,7 @@
 #include "weft/util/parallel_for.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/synthetic.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 
 namespace {
 
@@ -88,28 +91,37 @@ morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double
                                 morphology::slab_bytes_per_voxel(e, last, false, true));
 }
 
-/// `bytes` from host memory copied by 16 threads: the benchmark's stand-in for an HDF5 read from the
-/// page cache (one thread copies a few GB/s, and a 2048^3 slab over 4 GPUs is over 2 GB).
-void copy_planes(std::uint8_t* to, const std::uint8_t* from, std::int64_t bytes) {
-  parallel_for(bytes, [&](std::int64_t b, std::int64_t e, int) { std::memcpy(to + b, from + b, static_cast<std::size_t>(e - b)); },
-               std::max<std::int64_t>(bytes / 16, 1 << 20));
+/// Foreground bits of planes [first, first + count) of the host volume, read as `weft granulometry`
+/// reads a RAW file or a contiguous HDF5 dataset (read_foreground_planes: pieces fetched on every
+/// core and packed as they come), each piece's fetch a memcpy from the volume standing for the
+/// pread from the page cache. Into `bits` (count · foreground_plane_bytes(Y, X) bytes).
+void read_bits(const Array& volume, std::int64_t first, std::int64_t count, std::uint8_t* bits) {
+  const Shape& s = volume.shape();
+  const std::uint8_t* base = volume.data<std::uint8_t>() + first * s[1] * s[2];
+  morphology::read_foreground_bits(
+      [base](std::int64_t voxel, std::int64_t voxels, void* to) {
+        std::memcpy(to, base + voxel, static_cast<std::size_t>(voxels));
+      },
+      DType::u8, count, s[1], s[2], std::nullopt, bits);
 }
 
 /// The read phase alone, written by hand as an MPI+CUDA program would: this rank's workers at once,
-/// each copying its first slab's planes (with halo) from the volume into two pinned chunks of
-/// kSlabChunkBytes in turn (16 threads, as the graph's reader) and uploading each chunk to its GPU
-/// while the next is copied. The slowest worker's time (over every rank): a floor for what the
-/// graph's wall adds to its compute where reading does not overlap the openings.
+/// each reading its first slab's planes (with halo) as foreground bits (read_bits, the graph's
+/// reader) kSlabChunkBytes of voxels at a time into two pinned buffers in turn, uploading each and
+/// unpacking it on its GPU while the next is read. The slowest worker's time (over every rank):
+/// a floor for what the graph's wall adds to its compute where reading does not overlap the openings.
 double read_upload_seconds(const Environment& env, const Array& volume, const morphology::SlabPlan& plan,
                            const std::vector<Place>& places) {
   const Shape& s = volume.shape();
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
-  const std::size_t chunk = std::max<std::size_t>(1, static_cast<std::size_t>(morphology::kSlabChunkBytes) / plane) * plane;
+  const auto row = static_cast<std::size_t>(morphology::foreground_plane_bytes(s[1], s[2]));
+  const std::int64_t chunk_planes = std::max<std::int64_t>(1, morphology::kSlabChunkBytes / static_cast<std::int64_t>(plane));
   struct Worker {
     int device = 0;
     morphology::Slab slab;
     void* dev = nullptr;
     void* pinned[2] = {nullptr, nullptr};
+    void* dev_bits[2] = {nullptr, nullptr};
     cudaStream_t stream = nullptr;
     cudaEvent_t done[2] = {nullptr, nullptr};
   };
@@ -123,7 +135,8 @@ double read_upload_seconds(const Environment& env, const Array& volume, const mo
     WEFT_CUDA_CHECK(cudaSetDevice(w.device));
     WEFT_CUDA_CHECK(cudaMalloc(&w.dev, static_cast<std::size_t>(w.slab.read_planes()) * plane));
     for (int b = 0; b < 2; ++b) {
-      WEFT_CUDA_CHECK(cudaHostAlloc(&w.pinned[b], chunk, cudaHostAllocDefault));  // page-locked: resident
+      WEFT_CUDA_CHECK(cudaHostAlloc(&w.pinned[b], chunk_planes * row, cudaHostAllocDefault));  // page-locked: resident
+      WEFT_CUDA_CHECK(cudaMalloc(&w.dev_bits[b], chunk_planes * row));
       WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&w.done[b], cudaEventDisableTiming));
     }
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
@@ -137,15 +150,14 @@ double read_upload_seconds(const Environment& env, const Array& volume, const mo
     threads.emplace_back([&, k] {
       Worker& w = workers[k];
       WEFT_CUDA_CHECK(cudaSetDevice(w.device));
-      const auto* from = volume.data<std::uint8_t>() + static_cast<std::size_t>(w.slab.read_first) * plane;
-      const std::size_t total = static_cast<std::size_t>(w.slab.read_planes()) * plane;
       int b = 0;
-      for (std::size_t at = 0; at < total; at += chunk, b ^= 1) {
-        const std::size_t n = std::min(chunk, total - at);
-        WEFT_CUDA_CHECK(cudaEventSynchronize(w.done[b]));  // its previous upload has finished
-        auto* to = static_cast<std::uint8_t*>(w.pinned[b]);
-        copy_planes(to, from + at, static_cast<std::int64_t>(n));
-        WEFT_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::uint8_t*>(w.dev) + at, to, n, cudaMemcpyHostToDevice, w.stream));
+      for (std::int64_t at = 0; at < w.slab.read_planes(); at += chunk_planes, b ^= 1) {
+        const std::int64_t n = std::min(chunk_planes, w.slab.read_planes() - at);
+        WEFT_CUDA_CHECK(cudaEventSynchronize(w.done[b]));  // its previous upload and unpacking have finished
+        read_bits(volume, w.slab.read_first + at, n, static_cast<std::uint8_t*>(w.pinned[b]));
+        WEFT_CUDA_CHECK(cudaMemcpyAsync(w.dev_bits[b], w.pinned[b], n * row, cudaMemcpyHostToDevice, w.stream));
+        morphology::unpack_foreground_gpu(w.dev_bits[b], static_cast<std::uint8_t*>(w.dev) + at * plane, n, s[1], s[2],
+                                          w.stream);
         WEFT_CUDA_CHECK(cudaEventRecord(w.done[b], w.stream));
       }
       WEFT_CUDA_CHECK(cudaStreamSynchronize(w.stream));
@@ -156,7 +168,11 @@ double read_upload_seconds(const Environment& env, const Array& volume, const mo
   for (Worker& w : workers) {
     WEFT_CUDA_CHECK(cudaSetDevice(w.device));
     WEFT_CUDA_CHECK(cudaStreamDestroy(w.stream));
-    for (int b = 0; b < 2; ++b) WEFT_CUDA_CHECK(cudaEventDestroy(w.done[b])), WEFT_CUDA_CHECK(cudaFreeHost(w.pinned[b]));
+    for (int b = 0; b < 2; ++b) {
+      WEFT_CUDA_CHECK(cudaEventDestroy(w.done[b]));
+      WEFT_CUDA_CHECK(cudaFreeHost(w.pinned[b]));
+      WEFT_CUDA_CHECK(cudaFree(w.dev_bits[b]));
+    }
     WEFT_CUDA_CHECK(cudaFree(w.dev));
   }
   if (env.distributed()) MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -178,14 +194,11 @@ double budget_for(const Environment& env, const std::vector<Place>& places) {
 Measure run_once(const Environment& env, const Array& volume, Element e, int last, const morphology::SlabPlan& plan,
                  const std::vector<Place>& places, bool trim) {
   const Shape& s = volume.shape();
-  const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
-  // The copy of a worker's first slab overlaps only its own transfer (chunk by chunk; its GPU
+  // The reading of a worker's first slab overlaps only its own transfers (chunk by chunk; its GPU
   // waits for the whole slab).
-  morphology::MaskReader reader = [&volume, plane, s](std::int64_t first, std::int64_t count) {
-    Array out = Array::host(DType::u8, Shape(count, s[1], s[2]));
-    copy_planes(static_cast<std::uint8_t*>(out.raw()),
-                volume.data<std::uint8_t>() + static_cast<std::size_t>(first) * plane,
-                static_cast<std::int64_t>(out.bytes()));
+  morphology::MaskReader reader = [&volume, s](std::int64_t first, std::int64_t count) {
+    Array out = Array::host(DType::u8, Shape(count, morphology::foreground_plane_bytes(s[1], s[2])));
+    read_bits(volume, first, count, out.data<std::uint8_t>());
     return out;
   };
   auto total = std::make_shared<std::vector<std::int64_t>>();
@@ -447,10 +460,11 @@ int main(int argc, char** argv) {
   if (!root) return 0;
   nlohmann::json slabs = {{"volume", size}, {"max_size", last}, {"copy_bandwidth_GBps", bandwidth / 1e9},
                           {"ranks", env.size()}, {"gpu_places", all.size()}, {"runs", rows},
-                          {"note", "wall: the graph's run (slab copies from host memory, uploads, openings, sums); "
+                          {"note", "wall: the graph's run (slabs read from host memory as foreground bits by "
+                                   "pieces on every core, uploads, unpacking, openings, sums); "
                                    "compute: the slowest worker's time in its openings (over every rank under "
                                    "mpirun); efficiency T1 / (g Tg); read_upload: the first round's slabs "
-                                   "copied from host memory to pinned chunks and uploaded by a hand-written "
+                                   "read the same way into pinned chunks, uploaded and unpacked by a hand-written "
                                    "loop, every worker at once (slowest worker); efficiency_wall_bound: "
                                    "T1 wall / (g (compute + read_upload)), the wall efficiency of a run whose "
                                    "reading overlaps no opening"}};

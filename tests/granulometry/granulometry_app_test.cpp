@@ -192,6 +192,39 @@ TEST_F(GranulometryApp, BadInputGivesOneClearError) {
   EXPECT_EQ(read_text(path("out") + "/curve.csv"), "size,remaining,spectrum\n0,336,0\n1,336,0\n2,336,0\n");
 }
 
+// The direct readers (pread by pieces on every core, packed to bits as they come: a RAW file, a
+// contiguous HDF5 dataset) give the curve of the library's read of the chunked, compressed sample,
+// whole and as slabs read in chunks of 5 planes.
+TEST_F(GranulometryApp, DirectReadsGiveTheSameCurve) {
+  const std::string sample = path("sample.h5");
+  ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 40").code, 0);
+  const Array volume = io::read_dataset(io::parse_dataset_ref(sample + ":/exchange/data"));
+  ASSERT_EQ(volume.dtype(), DType::u8);
+  {
+    io::H5Writer w(path("flat.h5"));
+    w.write("/v", volume);
+    w.commit();
+  }
+  ASSERT_TRUE(io::raw_extent({path("flat.h5"), "/v"}).has_value());
+  {
+    std::ofstream f(path("v.raw"), std::ios::binary);
+    f.write(static_cast<const char*>(volume.raw()), static_cast<std::streamsize>(volume.bytes()));
+  }
+  for (const char* element : {"octahedron", "ball"}) {
+    const std::string common = std::string(" --element ") + element + " --devices cpu --max-size 6 --size-map --output ";
+    const Outcome ref = run("--input " + sample + ":/exchange/data" + common + path("ref"));
+    ASSERT_EQ(ref.code, 0) << ref.output;
+    for (const std::string input : {path("flat.h5") + ":/v", path("v.raw") + " --shape 40x40x40 --dtype u8"})
+      for (const char* slabs : {"", " --slab-planes 7 --read-chunk 8000"}) {
+        const Outcome o = run("--input " + input + common + path("direct") + slabs);
+        ASSERT_EQ(o.code, 0) << o.output;
+        EXPECT_EQ(read_text(path("direct") + "/curve.csv"), read_text(path("ref") + "/curve.csv")) << input << slabs;
+        EXPECT_EQ(size_map_bytes(path("direct")), size_map_bytes(path("ref"))) << input << slabs;
+        fs::remove_all(path("direct"));
+      }
+  }
+}
+
 TEST_F(GranulometryApp, RawInputAndOtsu) {
   // Two grey levels: Otsu keeps the bright block only.
   std::vector<std::uint16_t> v(10 * 11 * 12, 100);

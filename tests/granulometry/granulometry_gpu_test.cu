@@ -19,6 +19,7 @@
 #include "brute_force.hpp"
 #include "weft/cuda.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 
 namespace weft {
 namespace {
@@ -245,6 +246,33 @@ std::string read_text(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// Foreground bits unpacked on the GPU equal the host's unpacking (planes whose bits end mid-byte,
+// an output at an odd address so that the 8-byte stores fall back to bytes).
+TEST(GranulometryGpu, UnpacksForegroundBitsLikeTheHost) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  TestStream stream;
+  for (const Shape& shape : {Shape(3, 7, 5), Shape(4, 16, 16), Shape(2, 513, 517)})
+    for (std::int64_t shift : {0, 1}) {
+      const Array mask = test::random_mask(shape, 0.5, 7);
+      const Array bits = morphology::foreground_bits(mask, {});
+      const Array want = morphology::unpack_foreground(bits, shape[1], shape[2]);
+      ASSERT_EQ(std::memcmp(want.raw(), mask.raw(), mask.bytes()), 0);
+      void* d_bits = nullptr;
+      std::uint8_t* d_out = nullptr;
+      WEFT_CUDA_CHECK(cudaMalloc(&d_bits, bits.bytes()));
+      WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), mask.bytes() + 8));
+      WEFT_CUDA_CHECK(cudaMemcpy(d_bits, bits.raw(), bits.bytes(), cudaMemcpyHostToDevice));
+      morphology::unpack_foreground_gpu(d_bits, d_out + shift, shape[0], shape[1], shape[2],
+                                        static_cast<cudaStream_t>(stream));
+      std::vector<std::uint8_t> got(mask.bytes());
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      WEFT_CUDA_CHECK(cudaMemcpy(got.data(), d_out + shift, got.size(), cudaMemcpyDeviceToHost));
+      WEFT_CUDA_CHECK(cudaFree(d_bits));
+      WEFT_CUDA_CHECK(cudaFree(d_out));
+      EXPECT_EQ(std::memcmp(got.data(), mask.raw(), got.size()), 0) << shape.str() << " shift " << shift;
+    }
 }
 
 /// The whole program on the GPU (automatic mapping and mapping/granulometry.yaml) writes the same

@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -210,6 +214,70 @@ TEST(Threshold, OtsuSeparatesTwoLevels) {
   EXPECT_EQ(test::count_foreground(morphology::threshold_mask(f, morphology::otsu_threshold(f))), 4);
   Array bad = Array::host(DType::f64, Shape(2, 2, 2));
   EXPECT_THROW((void)morphology::nonzero_mask(bad), ConfigError);
+}
+
+/// A random volume of `type` with zeros, small and large values (and NaN for f32).
+Array random_values(DType type, const Shape& shape, std::uint32_t seed) {
+  Array v = Array::host(type, shape);
+  std::mt19937 rng(seed);
+  for (std::int64_t i = 0; i < v.size(); ++i) {
+    const unsigned r = rng() % 300;
+    if (type == DType::u8) v.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(r % 3 == 0 ? 0 : r % 256);
+    if (type == DType::u16) v.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(r % 3 == 0 ? 0 : r * 200);
+    if (type == DType::f32)
+      v.data<float>()[i] = r % 3 == 0 ? 0.0f : (r == 7 ? std::numeric_limits<float>::quiet_NaN() : 0.5f * r - 20);
+  }
+  return v;
+}
+
+// Foreground bits are the u8 masks packed (odd planes whose bits end mid-byte, planes of several
+// pieces), with the unused bits of each plane's last byte zero; unpacked, they are the masks.
+TEST(Threshold, ForegroundBitsArePackedMasks) {
+  std::uint32_t seed = 3;
+  for (const Shape& shape : {Shape(3, 7, 5), Shape(2, 1, 1), Shape(4, 16, 16), Shape(2, 513, 517)})
+    for (DType type : {DType::u8, DType::u16, DType::f32})
+      for (const morphology::Foreground fg : {morphology::Foreground{}, morphology::Foreground(0.0),
+                                              morphology::Foreground(-1.0), morphology::Foreground(100.0),
+                                              morphology::Foreground(100.5), morphology::Foreground(255.5),
+                                              morphology::Foreground(1e6)}) {
+        const Array v = random_values(type, shape, seed++);
+        const Array mask = fg ? morphology::threshold_mask(v, *fg) : morphology::nonzero_mask(v);
+        const Array bits = morphology::foreground_bits(v, fg);
+        const std::int64_t row = morphology::foreground_plane_bytes(shape[1], shape[2]), plane = shape[1] * shape[2];
+        ASSERT_EQ(bits.shape(), Shape(shape[0], row));
+        ASSERT_TRUE(morphology::is_foreground_bits(bits, shape[1], shape[2]));
+        const std::string what = shape.str() + " " + std::string(dtype_name(type)) + " " +
+                                 (fg ? std::to_string(*fg) : std::string("nonzero"));
+        for (std::int64_t z = 0; z < shape[0]; ++z)
+          for (std::int64_t i = 0; i < row * 8; ++i) {
+            const int bit = (bits.data<std::uint8_t>()[z * row + i / 8] >> (i % 8)) & 1;
+            ASSERT_EQ(bit, i < plane ? mask.data<std::uint8_t>()[z * plane + i] : 0) << what << " plane " << z << " voxel " << i;
+          }
+        const Array back = morphology::unpack_foreground(bits, shape[1], shape[2]);
+        ASSERT_EQ(back.shape(), shape);
+        ASSERT_EQ(std::memcmp(back.raw(), mask.raw(), mask.bytes()), 0) << what;
+      }
+}
+
+// Reading by pieces fetches every value once, from several threads, in pieces of whole bytes of bits.
+TEST(Threshold, ForegroundBitsReadByPieces) {
+  const Shape shape(3, 600, 501);  // 300600 voxels a plane: two pieces, the second ending mid-byte
+  const Array v = random_values(DType::u16, shape, 11);
+  std::atomic<std::int64_t> fetched{0};
+  const auto* base = v.data<std::uint16_t>();
+  const Array bits = morphology::read_foreground_bits(
+      [&](std::int64_t voxel, std::int64_t voxels, void* to) {
+        EXPECT_EQ(voxel % 8, 0);
+        fetched += voxels;
+        std::memcpy(to, base + voxel, static_cast<std::size_t>(voxels) * 2);
+      },
+      DType::u16, shape[0], shape[1], shape[2], 1000.0);
+  EXPECT_EQ(fetched.load(), shape.size());
+  const Array back = morphology::unpack_foreground(bits, shape[1], shape[2]);
+  const Array mask = morphology::threshold_mask(v, 1000.0);
+  EXPECT_EQ(std::memcmp(back.raw(), mask.raw(), mask.bytes()), 0);
+  EXPECT_THROW((void)morphology::foreground_bits(Array::host(DType::f64, Shape(2, 2, 2)), {}), ConfigError);
+  EXPECT_THROW((void)morphology::unpack_foreground(Array::host(DType::u8, Shape(2, 3)), 4, 4), ConfigError);
 }
 
 }  // namespace

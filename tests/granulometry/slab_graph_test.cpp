@@ -14,6 +14,7 @@
 #include "weft/tasks/morphology/granulometry.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/synthetic.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 
 using namespace weft;
 using morphology::Element;
@@ -34,6 +35,9 @@ Array read(std::int64_t first, std::int64_t count) {
   std::memcpy(out.raw(), volume().data<std::uint8_t>() + first * static_cast<std::int64_t>(plane), out.bytes());
   return out;
 }
+
+/// The same planes as foreground bits (21 × 18 voxels: each plane's bits end mid-byte).
+Array read_bits(std::int64_t first, std::int64_t count) { return morphology::foreground_bits(read(first, count), {}); }
 
 /// Sums the rounds' curves and pastes the size maps (on rank 0).
 struct Record {
@@ -84,13 +88,14 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
     // own 0: one slab per rank (balanced from 3 ranks); chunks of 5 planes, of whole slabs, and the default
     const std::int64_t chunk_5 = 5 * kShape[1] * kShape[2];
     for (auto [own, chunk_bytes] : {std::pair<std::int64_t, std::int64_t>{4, morphology::kSlabChunkBytes}, {37, 0},
-                                    {0, chunk_5}, {4, chunk_5}, {37, chunk_5}}) {
+                                    {0, chunk_5}, {4, chunk_5}, {37, chunk_5}})
+    for (const auto& [reader, packed] : {std::pair<morphology::MaskReader, bool>{&read, false}, {&read_bits, true}}) {
       const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                                static_cast<int>(places.size()), own, 0, 0);
       auto record = std::make_shared<Record>();
       record->size_map.zero();
       Graph g;
-      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, &read, chunk_bytes);
+      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, reader, chunk_bytes);
       auto& sink = g.add<RecordSink>(plan, record);
       g.connect(slabs.remaining, sink.remaining);
       g.connect(slabs.spectrum, sink.spectrum);
@@ -103,7 +108,7 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
       if (env->rank() != 0) continue;
       const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
       const std::string what = std::string(morphology::element_name(e)) + " own " + std::to_string(own) +
-                               " chunk bytes " + std::to_string(chunk_bytes);
+                               " chunk bytes " + std::to_string(chunk_bytes) + (packed ? " bits" : " u8");
       EXPECT_EQ(record->remaining, whole.remaining) << what;
       EXPECT_EQ(record->spectrum, whole.spectrum) << what;
       EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << what;
@@ -115,12 +120,13 @@ TEST(SlabGraph, FirstPassFindsTheLargestDistance) {
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   for (Element e : {Element::octahedron, Element::ball}) {
     const std::int64_t want = morphology::max_distance_cpu(volume(), e);
-    for (std::int64_t halo : {1, 40}) {
+    for (std::int64_t halo : {1, 40})
+    for (const morphology::MaskReader& reader : {morphology::MaskReader(&read), morphology::MaskReader(&read_bits)}) {
       const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], halo,
                                                static_cast<int>(places.size()), 6, 0, 0);
       auto result = std::make_shared<morphology::MaxDistance>();
       Graph g;
-      morphology::add_slab_max_distance(g, plan, e, &read, env->size(), result);
+      morphology::add_slab_max_distance(g, plan, e, reader, env->size(), result);
       Executor ex({.channel_capacity = 2});
       ex.run(g, map_slabs(g, places)).wait();
       // Every rank knows the answer.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <fcntl.h>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -104,6 +106,39 @@ TEST(Hdf5, ChunkedCompressedAndSlabs) {
   EXPECT_THROW_WITH((void)read_slab({file, "/v"}, 7, 3), weft::ConfigError, "[7, 10)");
   EXPECT_THROW_WITH((void)read_slab({file, "/v"}, -1, 2), weft::ConfigError, "chunked.h5:/v");
   EXPECT_THROW_WITH((void)read_slab({file, "/v"}, 0, 0), weft::ConfigError, "axis 0 has 9");
+}
+
+// A contiguous dataset's raw extent is where its bytes are in the file; chunked, compressed and
+// not yet written datasets have none.
+TEST(Hdf5, RawExtentOfContiguousDatasets) {
+  const std::string file = scratch_file("raw_extent.h5");
+  const Array volume = pattern(DType::u16, Shape(5, 7, 9), 2);
+  const Array floats = pattern(DType::f32, Shape(3, 4, 5), 5);
+  {
+    H5Writer writer(file);
+    writer.write("/a/v", volume);
+    writer.write("/f", floats);
+    writer.write("/chunked", volume, {2, 7, 9});
+    writer.write("/compressed", volume, {2, 7, 9}, true);
+    writer.create("/empty", DType::u8, Shape(4, 4, 4));
+    writer.commit();
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  for (const auto& [path, array] : {std::pair<std::string, const Array*>{"/a/v", &volume}, {"/f", &floats}}) {
+    const auto extent = raw_extent({file, path});
+    ASSERT_TRUE(extent.has_value()) << path;
+    EXPECT_EQ(extent->dtype, array->dtype());
+    EXPECT_EQ(extent->shape, (std::vector<std::int64_t>{array->shape()[0], array->shape()[1], array->shape()[2]}));
+    std::vector<unsigned char> bytes(array->bytes());
+    ASSERT_EQ(::pread(fd, bytes.data(), bytes.size(), extent->offset), static_cast<ssize_t>(bytes.size())) << path;
+    EXPECT_EQ(std::memcmp(bytes.data(), array->raw(), bytes.size()), 0) << path;
+  }
+  ::close(fd);
+  EXPECT_FALSE(raw_extent({file, "/chunked"}).has_value());
+  EXPECT_FALSE(raw_extent({file, "/compressed"}).has_value());
+  EXPECT_FALSE(raw_extent({file, "/empty"}).has_value());
+  EXPECT_THROW((void)raw_extent({file, "/missing"}), weft::IoError);
 }
 
 // Elements [z0, z0+nz) of axis 0 of a host array, as a copy.

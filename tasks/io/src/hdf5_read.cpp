@@ -1,4 +1,5 @@
 // Dataset references, dataset information, whole and slab reads.
+#include <bit>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -127,6 +128,31 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
              "H5Dread", where);
   }
   return out;
+}
+
+std::optional<RawExtent> raw_extent(const DatasetRef& ref) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  const H5Handle file_plist(h5_check(H5Fget_create_plist(open.file.get()), "H5Fget_create_plist", where));
+  hsize_t userblock = 0;
+  h5_check(H5Pget_userblock(file_plist.get(), &userblock), "H5Pget_userblock", where);
+  const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
+  if (userblock != 0 || H5Pget_layout(plist.get()) != H5D_CONTIGUOUS || H5Pget_external_count(plist.get()) != 0)
+    return std::nullopt;
+  const H5Handle type(h5_check(H5Dget_type(open.dataset.get()), "H5Dget_type", where));
+  const DType dtype = detail::dtype_of_h5(type.get(), where);
+  const H5T_order_t order = H5Tget_order(type.get());
+  const bool native = order == H5T_ORDER_NONE || (order == H5T_ORDER_LE) == (std::endian::native == std::endian::little);
+  if (!native || H5Tget_size(type.get()) != dtype_size(dtype)) return std::nullopt;
+  const haddr_t offset = H5Dget_offset(open.dataset.get());
+  if (offset == HADDR_UNDEF) return std::nullopt;
+  const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  RawExtent extent;
+  extent.offset = static_cast<std::int64_t>(offset);
+  extent.dtype = dtype;
+  for (const hsize_t d : detail::h5_extents(space.get(), where)) extent.shape.push_back(static_cast<std::int64_t>(d));
+  return extent;
 }
 
 }  // namespace weft::io

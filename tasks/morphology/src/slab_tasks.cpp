@@ -13,12 +13,29 @@
 #endif
 
 #include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::morphology {
 namespace {
 
 SlabPlanes planes_of(const Slab& s) { return {s.first, s.end, s.read_first, s.read_end}; }
+
+/// `mask` as a u8 mask [planes, Y, X] on its place: foreground bits unpacked (on the task's GPU
+/// stream when it is on a GPU), a u8 mask as it is.
+Array unpacked(Context& ctx, Array mask, std::int64_t height, std::int64_t width, bool gpu) {
+  if (!is_foreground_bits(mask, height, width)) return mask;
+  (void)gpu;
+#if defined(WEFT_HAVE_CUDA)
+  if (gpu) {
+    Array out = ctx.alloc(DType::u8, Shape(mask.shape()[0], height, width));
+    unpack_foreground_gpu(mask.raw(), out.raw(), mask.shape()[0], height, width, ctx.stream());
+    return out;
+  }
+#endif
+  (void)ctx;
+  return unpack_foreground(mask, height, width);
+}
 
 void check_planes(const SlabPlanes& p, const Array& mask, const std::string& task) {
   if (p.size() != 4 || mask.shape().ndim() != 3 || (p[1] > p[0] && p[3] - p[2] != mask.shape()[0]))
@@ -33,8 +50,9 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
 
 Array SlabSource::read(std::int64_t first, std::int64_t count) const {
   Array m = reader_(first, count);
-  if (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count || m.shape()[1] != plan_.height ||
-      m.shape()[2] != plan_.width)
+  const bool bits = is_foreground_bits(m, plan_.height, plan_.width) && m.shape()[0] == count;
+  if (!bits && (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count ||
+                m.shape()[1] != plan_.height || m.shape()[2] != plan_.width))
     throw ConfigError(name() + ": the reader returned " + m.shape().str() + " " + std::string(dtype_name(m.dtype())) +
                       " for planes [" + std::to_string(first) + ", " + std::to_string(first + count) + ")");
   return m;
@@ -69,32 +87,39 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
   SlabPlanes p = ctx.take(slab_in);
   if (p.size() != 4 && p.size() != 6)
     throw ConfigError(name() + ": expected a slab's 4 planes or a chunk's 6, got " + std::to_string(p.size()));
-  // A whole slab (4 planes, an empty slab or a single chunk) goes on as it is.
+  // A whole slab (4 planes, an empty slab or a single chunk) goes on, unpacked here if it came as bits.
   const std::int64_t c0 = p.size() == 6 ? p[4] : p[2], c1 = p.size() == 6 ? p[5] : p[3];
   const bool part = p[1] > p[0] && (c0 != p[2] || c1 != p[3]);
   p.resize(4);
   if (!part) {
-    ctx.put(mask, std::move(m));
+    ctx.put(mask, p[1] > p[0] ? unpacked(ctx, std::move(m), height_, width_, gpu) : std::move(m));
     return ctx.put(slab, std::move(p));
   }
-  if (m.shape().ndim() != 3 || m.shape()[0] != c1 - c0 || c0 < p[2] || c1 > p[3])
+  const bool bits = is_foreground_bits(m, height_, width_);
+  if ((!bits && (m.shape().ndim() != 3 || m.shape()[1] != height_ || m.shape()[2] != width_)) ||
+      m.shape()[0] != c1 - c0 || c0 < p[2] || c1 > p[3])
     throw ConfigError(name() + ": chunk of planes [" + std::to_string(c0) + ", " + std::to_string(c1) + ") with mask " +
                       m.shape().str() + " outside the slab's planes [" + std::to_string(p[2]) + ", " +
-                      std::to_string(p[3]) + ")");
-  if (c0 == p[2]) slab_ = ctx.alloc(DType::u8, Shape(p[3] - p[2], m.shape()[1], m.shape()[2]));
-  if (slab_.empty() || slab_.shape()[1] != m.shape()[1] || slab_.shape()[2] != m.shape()[2])
+                      std::to_string(p[3]) + ") of " + std::to_string(height_) + " x " + std::to_string(width_));
+  if (c0 == p[2]) slab_ = ctx.alloc(DType::u8, Shape(p[3] - p[2], height_, width_));
+  if (slab_.empty())
     throw ConfigError(name() + ": chunk [" + std::to_string(c0) + ", " + std::to_string(c1) +
                       ") arrived before its slab's first chunk");
-  const std::size_t plane = static_cast<std::size_t>(m.shape()[1] * m.shape()[2]);
+  const std::size_t plane = static_cast<std::size_t>(height_ * width_);
   auto* to = static_cast<std::uint8_t*>(slab_.raw()) + static_cast<std::size_t>(c0 - p[2]) * plane;
   (void)gpu;
 #if defined(WEFT_HAVE_CUDA)
-  if (gpu)
+  if (gpu && bits)
+    unpack_foreground_gpu(m.raw(), to, c1 - c0, height_, width_, ctx.stream());
+  else if (gpu)
     WEFT_CUDA_CHECK(cudaMemcpyAsync(to, m.raw(), m.bytes(), cudaMemcpyDeviceToDevice,
                                     static_cast<cudaStream_t>(ctx.stream())));
   else
 #endif
+  {
+    if (bits) m = unpack_foreground(m, height_, width_);
     std::memcpy(to, m.raw(), m.bytes());
+  }
   if (c1 == p[3]) {  // the last chunk: the slab goes on
     ctx.put(mask, std::move(slab_));
     slab_ = Array();
@@ -170,8 +195,9 @@ void SlabMaxDistance::put(Context& ctx, const SlabPlanes& p, std::int64_t max_di
 }
 
 void SlabMaxDistance::run(Context& ctx) {
-  Array m = ctx.take(mask);
   const SlabPlanes p = ctx.take(slab);
+  Array m = ctx.take(mask);
+  if (p.size() == 4 && p[1] > p[0]) m = unpacked(ctx, std::move(m), plan_.height, plan_.width, false);
   check_planes(p, m, name());
   if (p[1] <= p[0]) return ctx.put(out, std::vector<std::int64_t>{0, 1});
   put(ctx, p, max_distance_cpu(m, element_, p[0] - p[2], p[1] - p[2]));
@@ -180,8 +206,9 @@ void SlabMaxDistance::run(Context& ctx) {
 #if defined(WEFT_HAVE_CUDA)
 bool SlabMaxDistance::has_cuda() const { return true; }
 void SlabMaxDistance::run_cuda(Context& ctx) {
-  Array m = ctx.take(mask);
   const SlabPlanes p = ctx.take(slab);
+  Array m = ctx.take(mask);
+  if (p.size() == 4 && p[1] > p[0]) m = unpacked(ctx, std::move(m), plan_.height, plan_.width, true);
   check_planes(p, m, name());
   if (p[1] <= p[0]) return ctx.put(out, std::vector<std::int64_t>{0, 1});
   put(ctx, p, max_distance_gpu(m, element_, p[0] - p[2], p[1] - p[2], ctx.stream()));
@@ -236,7 +263,7 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
     auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk);
-    auto& upload = graph.add<SlabUpload>("upload." + id);
+    auto& upload = graph.add<SlabUpload>("upload." + id, plan.height, plan.width);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
     graph.connect(source.mask, upload.mask_in);
     graph.connect(source.slab, upload.slab_in);

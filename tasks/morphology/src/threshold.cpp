@@ -3,9 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "parallel.hpp"
 #include "weft/util/error.hpp"
@@ -53,7 +58,121 @@ int otsu_bin(const std::vector<double>& hist) {
   return best_bin;
 }
 
+/// Packs keep(v[0..n)) into ⌈n/8⌉ bytes, least significant bit first, the last byte's unused bits 0.
+template <class T, class Keep>
+void pack_where(const T* v, std::int64_t n, Keep keep, std::uint8_t* out) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    unsigned b = 0;
+    for (int k = 0; k < 8; ++k) b |= static_cast<unsigned>(keep(v[i + k])) << k;
+    out[i / 8] = static_cast<std::uint8_t>(b);
+  }
+  if (i < n) {
+    unsigned b = 0;
+    for (int k = 0; i + k < n; ++k) b |= static_cast<unsigned>(keep(v[i + k])) << k;
+    out[i / 8] = static_cast<std::uint8_t>(b);
+  }
+}
+
+/// u8 values ≥ t (1 ≤ t ≤ 255): 16 at a time where SSE2 is there (max(v, t) == v, then the sign bits).
+void pack_u8_at_least(const std::uint8_t* v, std::int64_t n, unsigned t, std::uint8_t* out) {
+  std::int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i threshold = _mm_set1_epi8(static_cast<char>(t));
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i));
+    const auto bits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, threshold), x)));
+    out[i / 8] = static_cast<std::uint8_t>(bits & 0xFFu);
+    out[i / 8 + 1] = static_cast<std::uint8_t>(bits >> 8);
+  }
+#endif
+  pack_where(v + i, n - i, [t](std::uint8_t x) { return x >= t; }, out + i / 8);
+}
+
+/// Packs n values of `type` at `v` (the same rule as threshold_mask / nonzero_mask).
+void pack_values(const void* v, DType type, std::int64_t n, const Foreground& foreground, std::uint8_t* out) {
+  switch (type) {
+    case DType::u8: {
+      if (!foreground) return pack_u8_at_least(static_cast<const std::uint8_t*>(v), n, 1, out);
+      const double t = *foreground;
+      if (std::isnan(t) || t > 255) return static_cast<void>(std::memset(out, 0, static_cast<std::size_t>((n + 7) / 8)));
+      if (t <= 0) return pack_where(static_cast<const std::uint8_t*>(v), n, [](std::uint8_t) { return true; }, out);
+      return pack_u8_at_least(static_cast<const std::uint8_t*>(v), n, static_cast<unsigned>(std::ceil(t)), out);
+    }
+    case DType::u16:
+      if (!foreground) return pack_where(static_cast<const std::uint16_t*>(v), n, [](std::uint16_t x) { return x != 0; }, out);
+      return pack_where(static_cast<const std::uint16_t*>(v), n, [t = *foreground](std::uint16_t x) { return x >= t; }, out);
+    case DType::f32:
+      if (!foreground) return pack_where(static_cast<const float*>(v), n, [](float x) { return x != 0.0f; }, out);
+      return pack_where(static_cast<const float*>(v), n, [t = *foreground](float x) { return x >= t; }, out);
+    default:
+      throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
+                        " (expected u8, u16 or f32)");
+  }
+}
+
+/// Voxels of a piece that one thread fetches and packs (a multiple of 8; 1 MB of f32).
+constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
+
 }  // namespace
+
+void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+  if (type != DType::u8 && type != DType::u16 && type != DType::f32)
+    throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
+                      " (expected u8, u16 or f32)");
+  const std::int64_t plane = height * width, row = foreground_plane_bytes(height, width);
+  if (planes <= 0 || plane <= 0) return;
+  const std::int64_t pieces = (plane + kPieceVoxels - 1) / kPieceVoxels, size = static_cast<std::int64_t>(dtype_size(type));
+  detail::parallel_for(planes * pieces, [&](std::int64_t b, std::int64_t e, int) {
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(std::min(plane, kPieceVoxels) * size));
+    for (std::int64_t k = b; k < e; ++k) {
+      const std::int64_t z = k / pieces, from = (k % pieces) * kPieceVoxels, n = std::min(kPieceVoxels, plane - from);
+      fetch(z * plane + from, n, buffer.data());
+      pack_values(buffer.data(), type, n, foreground, bits + z * row + from / 8);
+    }
+  }, 1);
+}
+
+Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
+                           std::int64_t width, Foreground foreground) {
+  Array out = Array::host(DType::u8, Shape(planes, foreground_plane_bytes(height, width)));
+  read_foreground_bits(fetch, type, planes, height, width, foreground, out.data<std::uint8_t>());
+  return out;
+}
+
+Array foreground_bits(const Array& volume, Foreground foreground) {
+  if (volume.shape().ndim() != 3 || !volume.memory().is_host())
+    throw ConfigError("foreground bits: expected a host volume [Z, Y, X], got " + volume.shape().str());
+  const auto* base = static_cast<const unsigned char*>(volume.raw());
+  const std::size_t size = dtype_size(volume.dtype());
+  return read_foreground_bits(
+      [&](std::int64_t voxel, std::int64_t voxels, void* to) {
+        std::memcpy(to, base + static_cast<std::size_t>(voxel) * size, static_cast<std::size_t>(voxels) * size);
+      },
+      volume.dtype(), volume.shape()[0], volume.shape()[1], volume.shape()[2], foreground);
+}
+
+bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width) {
+  return mask.dtype() == DType::u8 && mask.shape().ndim() == 2 && mask.shape()[1] == foreground_plane_bytes(height, width);
+}
+
+Array unpack_foreground(const Array& bits, std::int64_t height, std::int64_t width) {
+  if (!is_foreground_bits(bits, height, width) || !bits.memory().is_host())
+    throw ConfigError("unpack foreground: expected host bits [planes, " +
+                      std::to_string(foreground_plane_bytes(height, width)) + "], got " + bits.shape().str());
+  const std::int64_t planes = bits.shape()[0], plane = height * width, row = bits.shape()[1];
+  Array out = Array::host(DType::u8, Shape(planes, height, width));
+  const std::uint8_t* in = bits.data<std::uint8_t>();
+  std::uint8_t* o = out.data<std::uint8_t>();
+  detail::parallel_for(planes * row, [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t k = b; k < e; ++k) {
+      const std::int64_t z = k / row, first = (k % row) * 8, n = std::min<std::int64_t>(8, plane - first);
+      for (std::int64_t i = 0; i < n; ++i) o[z * plane + first + i] = (in[k] >> i) & 1u;
+    }
+  }, 4096);
+  return out;
+}
 
 Array threshold_mask(const Array& volume, double threshold) {
   switch (volume.dtype()) {

@@ -5,6 +5,7 @@
 /// Library failures throw weft::IoError naming file, dataset and operation; bad references,
 /// unsupported element types and out-of-range slabs throw weft::ConfigError.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ struct DatasetInfo {
 /// Reads elements [z0, z0+nz) of axis 0 of a 2D or 3D dataset (a hyperslab; other axes whole).
 /// Of a 4D dataset, one element (nz == 1) is read, returned without axis 0 (e.g. a flow [H, W, 2]).
 [[nodiscard]] Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
+
+/// Where a dataset's elements lie in its file, for reads that bypass the library (pread by pieces
+/// on every core, where H5Dread runs on one thread under the process-wide mutex).
+struct RawExtent {
+  std::int64_t offset = 0;  ///< byte of the first element in the file
+  DType dtype = DType::u8;
+  std::vector<std::int64_t> shape;
+};
+
+/// The raw extent of a contiguous dataset whose storage is allocated, in the file itself (no
+/// external storage, no user block) and in this host's byte order; nullopt for any other dataset
+/// (chunked, compressed, not yet written, big-endian, ...), which read_slab reads.
+[[nodiscard]] std::optional<RawExtent> raw_extent(const DatasetRef& ref);
 
 /// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
 /// The file is "<final_path>.tmp-<pid>" until commit(); destroying an uncommitted writer removes it.

@@ -27,7 +27,9 @@
 namespace weft::morphology {
 
 /// Reads planes [first, first + count) of the volume as a host u8 mask [count, Y, X] (non-zero =
-/// foreground). Called on the rank of the worker that computes them.
+/// foreground) or as its foreground bits [count, foreground_plane_bytes(Y, X)] (threshold.hpp:
+/// an eighth of the bytes to copy and upload, unpacked on the slab's place). Called on the rank
+/// of the worker that computes them.
 using MaskReader = std::function<Array(std::int64_t first, std::int64_t count)>;
 
 /// What travels with a slab: {first, end, read_first, read_end} (planes of the volume); with a
@@ -44,7 +46,7 @@ inline constexpr std::int64_t kSlabChunkBytes = std::int64_t{256} << 20;
 class SlabSource final : public Task {
  public:
   SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0);
-  Out<Array> mask = output<Array>("mask", DType::u8, 3);
+  Out<Array> mask = output<Array>("mask", DType::u8);  // u8 mask or foreground bits, as the reader gives
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
   void run(Context& ctx) override;
 
@@ -61,13 +63,16 @@ class SlabSource final : public Task {
 };
 
 /// Placed with its worker's openings, so that the runtime copies each slab (or chunk) to that
-/// device while the current slab computes. A whole slab is handed on unchanged; chunks are copied
-/// into a slab on the place and the slab is handed on with its last chunk (the firings before put
-/// nothing: a routing task, whose slabs are numbered by round again).
+/// device while the current slab computes. A whole slab is handed on unchanged (unpacked there if
+/// it came as foreground bits); chunks are copied (or unpacked) into a slab on the place and the
+/// slab is handed on with its last chunk (the firings before put nothing: a routing task, whose
+/// slabs are numbered by round again).
 class SlabUpload final : public Task {
  public:
-  explicit SlabUpload(std::string name) : Task(std::move(name)) {}
-  In<Array> mask_in = input<Array>("mask", DType::u8, 3);
+  /// height, width: the volume's Y and X (what foreground bits unpack to).
+  SlabUpload(std::string name, std::int64_t height, std::int64_t width)
+      : Task(std::move(name)), height_(height), width_(width) {}
+  In<Array> mask_in = input<Array>("mask", DType::u8);  // u8 mask [planes, Y, X] or foreground bits
   In<SlabPlanes> slab_in = input<SlabPlanes>("slab");
   Out<Array> mask = output<Array>("mask", DType::u8, 3);
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
@@ -79,6 +84,7 @@ class SlabUpload final : public Task {
 
  private:
   void assemble(Context& ctx, bool gpu);
+  std::int64_t height_, width_;
   Array slab_;  // the slab being assembled from chunks
 };
 
@@ -110,7 +116,7 @@ class SlabGranulometry final : public Task {
 class SlabMaxDistance final : public Task {
  public:
   SlabMaxDistance(std::string name, Element element, SlabPlan plan);
-  In<Array> mask = input<Array>("mask", DType::u8, 3);
+  In<Array> mask = input<Array>("mask", DType::u8);  // u8 mask [planes, Y, X] or foreground bits
   In<SlabPlanes> slab = input<SlabPlanes>("slab");
   Out<std::vector<std::int64_t>> out = output<std::vector<std::int64_t>>("out");
   void run(Context& ctx) override;

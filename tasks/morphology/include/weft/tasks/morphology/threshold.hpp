@@ -1,5 +1,9 @@
 #pragma once
 /// Foreground selection for the granulometry: fixed thresholds and Otsu's threshold.
+#include <cstdint>
+#include <functional>
+#include <optional>
+
 #include "weft/data/array.hpp"
 
 namespace weft::morphology {
@@ -11,5 +15,45 @@ namespace weft::morphology {
 /// Otsu's threshold of a host u8, u16 or f32 array (256 bins for u8, 65536 for u16, 1024 for
 /// f32 between its minimum and maximum); returns the smallest value counted as foreground.
 [[nodiscard]] double otsu_threshold(const Array& volume);
+
+// Foreground bits: a volume's planes read, thresholded and packed in one pass, one bit per voxel,
+// so that a slab travels to its GPU in an eighth of the bytes of its u8 mask. Voxel i = y·X + x
+// of a plane is bit i % 8 (least significant first) of byte i / 8 of that plane's row of
+// foreground_plane_bytes(Y, X) bytes; the bits past the plane's last voxel are zero. A packed
+// mask is a host or device u8 array [planes, foreground_plane_bytes(Y, X)] (2-D, where the
+// u8 mask is 3-D).
+
+/// What counts as foreground: value ≥ *threshold, or any non-zero value when there is none.
+using Foreground = std::optional<double>;
+
+/// Bytes of one plane's foreground bits.
+[[nodiscard]] constexpr std::int64_t foreground_plane_bytes(std::int64_t height, std::int64_t width) {
+  return (height * width + 7) / 8;
+}
+
+/// Puts values [voxel, voxel + voxels) of the planes being read (voxel 0: the first plane's first
+/// voxel) in `to`; called from several threads at once, each piece at most a few MB.
+using ValueFetch = std::function<void(std::int64_t voxel, std::int64_t voxels, void* to)>;
+
+/// Foreground bits of `planes` planes of Y × X values of `type` (u8, u16 or f32) fetched by
+/// pieces on every core, each piece through its thread's own buffer (the values are never all in
+/// memory at once), into `bits` (planes · foreground_plane_bytes(Y, X) bytes).
+void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, Foreground foreground, std::uint8_t* bits);
+/// The same into a new host array [planes, foreground_plane_bytes(Y, X)].
+[[nodiscard]] Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes,
+                                         std::int64_t height, std::int64_t width, Foreground foreground);
+/// Foreground bits of a host volume [Z, Y, X] (u8, u16 or f32).
+[[nodiscard]] Array foreground_bits(const Array& volume, Foreground foreground);
+/// Whether `mask` is a packed mask of planes of Y × X voxels (else it should be a u8 mask).
+[[nodiscard]] bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width);
+/// The u8 0/1 mask [planes, Y, X] of host foreground bits.
+[[nodiscard]] Array unpack_foreground(const Array& bits, std::int64_t height, std::int64_t width);
+#if defined(WEFT_HAVE_CUDA)
+/// The same on a GPU: device bits (planes · foreground_plane_bytes(Y, X) bytes) into the device
+/// u8 mask `to` (planes · Y · X bytes), on `stream`.
+void unpack_foreground_gpu(const void* bits, void* to, std::int64_t planes, std::int64_t height, std::int64_t width,
+                           void* stream);
+#endif
 
 }  // namespace weft::morphology

@@ -68,7 +68,7 @@ struct MedianPolicy {
 /// (radius ≤ 5). The streaming and rolling kernels (convolve_stream.cuh, radius ≤ 3). cuFFT in
 /// fp64 from fft_min_size. method_for() is what filters_bench measured fastest (H100, f32, 512² to
 /// 8192², bench/results/filters.json): for radius ≤ 3 the rolling strips from 512² (roll_min_pixels
-/// and the fields after it), the 4-row streaming strips where they lose (5×5 at 8192², 1×1 from
+/// and the fields after it; rows ahead through a shared-memory ring where that wins), the 4-row streaming strips where they lose (5×5 at 8192², 1×1 from
 /// 4096²; 3658ad9), the tile kernel below 512²; blocked for radius 4 and 5 from 1024², the tile
 /// kernel below and up to 21×21; cuFFT from 31×31 (7-9.5 GP/s, flat in the size, against the tile's
 /// 11.9 GP/s at 21×21: 25 is the estimated crossing). Streaming with 8 or 16 rows was slower than 4
@@ -108,6 +108,13 @@ struct ConvolvePolicy {
   /// against 267-269 for "rolls" (at 8192² 292-295 against 308-309: "rolls" stays); 3×3 "rollq4" at
   /// 4096² 334-340 against 321-325 for the 4-row strips, at 8192² 362-364 against 358-360.
   long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
+  /// Below 4096² the ring pays too where the image is small: filters.json at bf0271c (H100,
+  /// batches, GP/s, every method in one run): at 512² 4-row strips through the ring ("rollq4")
+  /// 70 / 60 / 47 for 3×3 / 5×5 / 7×7 against "roll"'s 47 / 42 / 35; 3×3 at 1024² "rollq4" 237
+  /// against 177, at 2048² "rollq" 483 against 415. 5×5 and 7×7 from 1024² keep "roll" (5×5
+  /// 162 against 168 and 346 against 349 tie, 7×7 140 against 105 and 225 against 224).
+  long long ring_strips_max_pixels = 1024LL * 1024 - 1;      // every radius ≤ 3: "rollq4"
+  long long ring_strips_3x3_max_pixels = 2048LL * 2048 - 1;  // 3×3: "rollq4", then "rollq"
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
@@ -129,7 +136,8 @@ struct ConvolvePolicy {
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (r <= stream_max_radius && pixels >= roll_min_pixels) {
-      if (pixels < roll_large_min_pixels) return {"roll", 0};
+      if (pixels <= ring_strips_max_pixels || (r == 1 && pixels <= ring_strips_3x3_max_pixels)) return {"rollq", 4};
+      if (pixels < roll_large_min_pixels) return r == 1 ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"roll", 0};
       if (r == 1) return {"rollq", 4};
       if (r == 3) return pixels < roll_max_pixels ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"rolls", 0};
       if (r == 2 && pixels < roll_max_pixels) return {"rolls", 0};

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "brute_force.hpp"
@@ -276,6 +277,25 @@ TEST(Threshold, ForegroundBitsReadByPieces) {
   const Array back = morphology::unpack_foreground(bits, shape[1], shape[2]);
   const Array mask = morphology::threshold_mask(v, 1000.0);
   EXPECT_EQ(std::memcmp(back.raw(), mask.raw(), mask.bytes()), 0);
+  // Readers at once (as one rank's GPUs' readers): the shared threads serve each its own planes.
+  std::vector<Array> got(4);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 4; ++r)
+    readers.emplace_back([&, r] {
+      got[static_cast<std::size_t>(r)] = morphology::read_foreground_bits(
+          [&, r](std::int64_t voxel, std::int64_t voxels, void* to) {
+            std::memcpy(to, base + (voxel + r * shape[1] * shape[2]) % shape.size(), static_cast<std::size_t>(voxels) * 2);
+          },
+          DType::u16, 1, shape[1], shape[2], 1000.0);
+    });
+  for (auto& t : readers) t.join();
+  const std::int64_t row = morphology::foreground_plane_bytes(shape[1], shape[2]);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(std::memcmp(got[static_cast<std::size_t>(r)].raw(), bits.data<std::uint8_t>() + r * row, static_cast<std::size_t>(row)), 0) << r;
+  // A fetch that fails: its error, once, in the caller.
+  EXPECT_THROW((void)morphology::read_foreground_bits([](std::int64_t, std::int64_t, void*) { throw IoError("no disk"); },
+                                                      DType::u8, 4, 600, 501, std::nullopt),
+               IoError);
   EXPECT_THROW((void)morphology::foreground_bits(Array::host(DType::f64, Shape(2, 2, 2)), {}), ConfigError);
   EXPECT_THROW((void)morphology::unpack_foreground(Array::host(DType::u8, Shape(2, 3)), 4, 4), ConfigError);
 }

@@ -205,7 +205,8 @@ int granulometry_main(int argc, char** argv) {
       ("device-memory", po::value(&o.device_memory),
        "bytes a slab may use per place, e.g. 8G (default: 70% of the smallest GPU, or half a rank's memory)")
       ("read-chunk", po::value(&o.read_chunk)->default_value(o.read_chunk),
-       "bytes of a slab read at a time, whole planes (each chunk travels to its GPU while the next is read)")
+       "voxels of a slab read at a time, as bytes at one per voxel, whole planes (each chunk travels to its place "
+       "as foreground bits, an eighth of that, while the next is read)")
       ("generate-sample", po::value(&o.generate_sample), "write a sample volume FILE.h5:/exchange/data and exit")
       ("sample-size", po::value(&o.sample_size)->default_value(128), "edge of the sample volume");
   add_common_options(desc, common);

@@ -24,18 +24,13 @@ struct VolumeInput {
 /// Reads planes [first, first + count) of axis 0 (an HDF5 hyperslab or a range of the RAW file).
 [[nodiscard]] Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count);
 
-/// Where the volume's values lie in a file that can be read by pieces (pread on every core): a
-/// RAW file, or an HDF5 dataset stored contiguously (io::raw_extent); nullopt otherwise.
-struct DirectFile {
-  std::string path;
-  std::int64_t offset = 0;  ///< byte of the first value
-  DType dtype = DType::u8;
-};
-[[nodiscard]] std::optional<DirectFile> direct_file(const VolumeInput& in);
-
 /// Foreground bits (morphology/threshold.hpp) of planes [first, first + count) of a volume of
-/// `shape` stored in `file`, read by pieces with pread on every core and packed as they come.
-[[nodiscard]] Array read_foreground_planes(const DirectFile& file, const Shape& shape, std::int64_t first,
-                                           std::int64_t count, morphology::Foreground foreground);
+/// `shape`, read by pieces with pread on every core and packed as they come, where the file allows
+/// it: a RAW file, a contiguous HDF5 dataset (io::raw_extent), or a chunked one without filters
+/// whose chunks start on bytes of bits (io::raw_chunks, X and the chunks' width multiples of 8).
+/// nullopt for any other input (compressed, ...), which read_planes reads.
+[[nodiscard]] std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& shape,
+                                                          std::int64_t first, std::int64_t count,
+                                                          morphology::Foreground foreground);
 
 }  // namespace weft::granulometry

@@ -193,8 +193,8 @@ TEST_F(GranulometryApp, BadInputGivesOneClearError) {
 }
 
 // The direct readers (pread by pieces on every core, packed to bits as they come: a RAW file, a
-// contiguous HDF5 dataset) give the curve of the library's read of the chunked, compressed sample,
-// whole and as slabs read in chunks of 5 planes.
+// contiguous HDF5 dataset, an unfiltered chunked one) give the curve of the library's read of the
+// chunked, compressed sample, whole and as slabs read in chunks of 5 planes.
 TEST_F(GranulometryApp, DirectReadsGiveTheSameCurve) {
   const std::string sample = path("sample.h5");
   ASSERT_EQ(run("--generate-sample " + sample + " --sample-size 40").code, 0);
@@ -203,9 +203,12 @@ TEST_F(GranulometryApp, DirectReadsGiveTheSameCurve) {
   {
     io::H5Writer w(path("flat.h5"));
     w.write("/v", volume);
+    w.write("/chunked", volume, {6, 16, 8});  // read by chunks
+    w.write("/odd", volume, {6, 16, 5});      // chunks 5 wide: through H5Dread
     w.commit();
   }
   ASSERT_TRUE(io::raw_extent({path("flat.h5"), "/v"}).has_value());
+  ASSERT_TRUE(io::raw_chunks({path("flat.h5"), "/chunked"}, 0, 40).has_value());
   {
     std::ofstream f(path("v.raw"), std::ios::binary);
     f.write(static_cast<const char*>(volume.raw()), static_cast<std::streamsize>(volume.bytes()));
@@ -214,7 +217,8 @@ TEST_F(GranulometryApp, DirectReadsGiveTheSameCurve) {
     const std::string common = std::string(" --element ") + element + " --devices cpu --max-size 6 --size-map --output ";
     const Outcome ref = run("--input " + sample + ":/exchange/data" + common + path("ref"));
     ASSERT_EQ(ref.code, 0) << ref.output;
-    for (const std::string input : {path("flat.h5") + ":/v", path("v.raw") + " --shape 40x40x40 --dtype u8"})
+    for (const std::string& input : {path("flat.h5") + ":/v", path("flat.h5") + ":/chunked", path("flat.h5") + ":/odd",
+                                    path("v.raw") + " --shape 40x40x40 --dtype u8"})
       for (const char* slabs : {"", " --slab-planes 7 --read-chunk 8000"}) {
         const Outcome o = run("--input " + input + common + path("direct") + slabs);
         ASSERT_EQ(o.code, 0) << o.output;

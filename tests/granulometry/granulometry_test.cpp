@@ -300,5 +300,46 @@ TEST(Threshold, ForegroundBitsReadByPieces) {
   EXPECT_THROW((void)morphology::unpack_foreground(Array::host(DType::u8, Shape(2, 3)), 4, 4), ConfigError);
 }
 
+// By chunks (planes 16 wide in chunks 3 × 4 × 8, edge chunks padded, planes not on chunk rows):
+// the same bits as from the volume, every chunk fetched once.
+TEST(Threshold, ForegroundBitsReadByChunks) {
+  const Shape shape(10, 7, 16);
+  const morphology::ChunkGrid whole{3, 4, 8, 0, 4, 2, 2};
+  for (DType type : {DType::u8, DType::u16, DType::f32}) {
+    const Array v = random_values(type, shape, 21);
+    const std::size_t size = dtype_size(type);
+    // The chunks as a file would hold them: chunk k of the whole grid in C order, padding 0.
+    std::vector<unsigned char> chunks(static_cast<std::size_t>(whole.rows * whole.per_y * whole.per_x * 3 * 4 * 8) * size, 0);
+    for (std::int64_t z = 0; z < shape[0]; ++z)
+      for (std::int64_t y = 0; y < shape[1]; ++y)
+        for (std::int64_t x = 0; x < shape[2]; ++x) {
+          const std::int64_t k = (z / 3 * 2 + y / 4) * 2 + x / 8, at = k * 96 + ((z % 3) * 4 + y % 4) * 8 + x % 8;
+          std::memcpy(chunks.data() + at * size, static_cast<const unsigned char*>(v.raw()) + ((z * 7 + y) * 16 + x) * size, size);
+        }
+    for (auto [first, count] : {std::pair<std::int64_t, std::int64_t>{0, 10}, {4, 5}, {9, 1}}) {
+      morphology::ChunkGrid grid = whole;
+      grid.first_row = first / 3;
+      grid.rows = (first + count - 1) / 3 - grid.first_row + 1;
+      std::atomic<int> fetched{0};
+      Array bits = Array::host(DType::u8, Shape(count, morphology::foreground_plane_bytes(7, 16)));
+      morphology::read_foreground_bits_chunked(
+          [&](std::int64_t k, void* to) {
+            ++fetched;
+            std::memcpy(to, chunks.data() + (grid.first_row * 4 + k) * 96 * size, 96 * size);
+          },
+          type, grid, first, count, 7, 16, 100.0, bits.data<std::uint8_t>());
+      EXPECT_EQ(fetched.load(), grid.rows * 4);
+      Array part = Array::host(type, Shape(count, 7, 16));
+      std::memcpy(part.raw(), static_cast<const unsigned char*>(v.raw()) + first * 7 * 16 * size, part.bytes());
+      const Array want = morphology::foreground_bits(part, 100.0);
+      EXPECT_EQ(std::memcmp(bits.raw(), want.raw(), want.bytes()), 0) << dtype_name(type) << " planes " << first;
+    }
+  }
+  std::vector<std::uint8_t> out(64);
+  EXPECT_THROW(morphology::read_foreground_bits_chunked([](std::int64_t, void*) {}, DType::u8, {3, 4, 6, 0, 1, 2, 3}, 0,
+                                                        1, 7, 16, {}, out.data()),
+               ConfigError);
+}
+
 }  // namespace
 }  // namespace weft

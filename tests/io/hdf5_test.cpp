@@ -141,6 +141,49 @@ TEST(Hdf5, RawExtentOfContiguousDatasets) {
   EXPECT_THROW((void)raw_extent({file, "/missing"}), weft::IoError);
 }
 
+// The raw chunks of planes: each at its offset holds the chunk's elements in C order (edge chunks
+// padded); filtered datasets and unwritten chunks have none.
+TEST(Hdf5, RawChunksOfUnfilteredDatasets) {
+  const std::string file = scratch_file("raw_chunks.h5");
+  const Array volume = pattern(DType::u16, Shape(11, 9, 16), 4);
+  {
+    H5Writer writer(file);
+    writer.write("/v", volume, {4, 5, 8});
+    writer.write("/gz", volume, {4, 5, 8}, true);
+    writer.write("/flat", volume);
+    writer.create("/empty", DType::u8, Shape(4, 4, 8), {2, 2, 8});
+    writer.commit();
+  }
+  const auto chunks = raw_chunks({file, "/v"}, 5, 4);  // planes 5..8: chunk rows 1 and 2
+  ASSERT_TRUE(chunks.has_value());
+  EXPECT_EQ(chunks->chunk, (std::vector<std::int64_t>{4, 5, 8}));
+  EXPECT_EQ(chunks->first_row, 1);
+  EXPECT_EQ(chunks->rows, 2);
+  EXPECT_EQ(chunks->per_y, 2);
+  EXPECT_EQ(chunks->per_x, 2);
+  ASSERT_EQ(chunks->offsets.size(), 8u);
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::vector<std::uint16_t> chunk(4 * 5 * 8);
+  for (std::size_t k = 0; k < chunks->offsets.size(); ++k) {
+    ASSERT_EQ(::pread(fd, chunk.data(), chunk.size() * 2, chunks->offsets[k]), static_cast<ssize_t>(chunk.size() * 2));
+    const std::int64_t row = 1 + static_cast<std::int64_t>(k) / 4, iy = k / 2 % 2, ix = k % 2;
+    for (std::int64_t z = 0; z < 4; ++z)
+      for (std::int64_t y = 0; y < 5; ++y)
+        for (std::int64_t x = 0; x < 8; ++x) {
+          const std::int64_t vz = row * 4 + z, vy = iy * 5 + y, vx = ix * 8 + x;
+          if (vz >= 11 || vy >= 9) continue;  // padding of edge chunks
+          ASSERT_EQ(chunk[static_cast<std::size_t>((z * 5 + y) * 8 + x)], volume.data<std::uint16_t>()[(vz * 9 + vy) * 16 + vx])
+              << "chunk " << k << " at " << z << "," << y << "," << x;
+        }
+  }
+  ::close(fd);
+  EXPECT_FALSE(raw_chunks({file, "/gz"}, 0, 4).has_value());
+  EXPECT_FALSE(raw_chunks({file, "/flat"}, 0, 4).has_value());
+  EXPECT_FALSE(raw_chunks({file, "/empty"}, 0, 4).has_value());
+  EXPECT_THROW((void)raw_chunks({file, "/v"}, 8, 4), weft::ConfigError);
+}
+
 // Elements [z0, z0+nz) of axis 0 of a host array, as a copy.
 Array sub_slab(const Array& a, std::int64_t z0, std::int64_t nz) {
   const Shape& s = a.shape();

@@ -130,21 +130,32 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
   return out;
 }
 
+namespace {
+
+/// Whether the library's bytes of `open` are this host's: no user block before the file's addresses,
+/// elements stored in this host's byte order at their size. `dtype` is set.
+bool native_storage(const OpenDataset& open, const std::string& where, DType& dtype) {
+  const H5Handle file_plist(h5_check(H5Fget_create_plist(open.file.get()), "H5Fget_create_plist", where));
+  hsize_t userblock = 0;
+  h5_check(H5Pget_userblock(file_plist.get(), &userblock), "H5Pget_userblock", where);
+  const H5Handle type(h5_check(H5Dget_type(open.dataset.get()), "H5Dget_type", where));
+  dtype = detail::dtype_of_h5(type.get(), where);
+  const H5T_order_t order = H5Tget_order(type.get());
+  const bool native = order == H5T_ORDER_NONE || (order == H5T_ORDER_LE) == (std::endian::native == std::endian::little);
+  return userblock == 0 && native && H5Tget_size(type.get()) == dtype_size(dtype);
+}
+
+}  // namespace
+
 std::optional<RawExtent> raw_extent(const DatasetRef& ref) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
-  const H5Handle file_plist(h5_check(H5Fget_create_plist(open.file.get()), "H5Fget_create_plist", where));
-  hsize_t userblock = 0;
-  h5_check(H5Pget_userblock(file_plist.get(), &userblock), "H5Pget_userblock", where);
+  DType dtype = DType::u8;
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
-  if (userblock != 0 || H5Pget_layout(plist.get()) != H5D_CONTIGUOUS || H5Pget_external_count(plist.get()) != 0)
+  if (H5Pget_layout(plist.get()) != H5D_CONTIGUOUS || H5Pget_external_count(plist.get()) != 0 ||
+      !native_storage(open, where, dtype))
     return std::nullopt;
-  const H5Handle type(h5_check(H5Dget_type(open.dataset.get()), "H5Dget_type", where));
-  const DType dtype = detail::dtype_of_h5(type.get(), where);
-  const H5T_order_t order = H5Tget_order(type.get());
-  const bool native = order == H5T_ORDER_NONE || (order == H5T_ORDER_LE) == (std::endian::native == std::endian::little);
-  if (!native || H5Tget_size(type.get()) != dtype_size(dtype)) return std::nullopt;
   const haddr_t offset = H5Dget_offset(open.dataset.get());
   if (offset == HADDR_UNDEF) return std::nullopt;
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
@@ -153,6 +164,49 @@ std::optional<RawExtent> raw_extent(const DatasetRef& ref) {
   extent.dtype = dtype;
   for (const hsize_t d : detail::h5_extents(space.get(), where)) extent.shape.push_back(static_cast<std::int64_t>(d));
   return extent;
+}
+
+std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
+  RawChunks out;
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || H5Pget_nfilters(plist.get()) != 0 ||
+      !native_storage(open, where, out.dtype))
+    return std::nullopt;
+  const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  const std::vector<hsize_t> dims = detail::h5_extents(space.get(), where);
+  if (dims.size() != 3) return std::nullopt;
+  hsize_t chunk[3] = {0, 0, 0};
+  if (H5Pget_chunk(plist.get(), 3, chunk) != 3) return std::nullopt;
+  for (int i = 0; i < 3; ++i) {
+    out.shape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(i)]));
+    out.chunk.push_back(static_cast<std::int64_t>(chunk[i]));
+  }
+  if (z0 < 0 || nz < 1 || z0 + nz > out.shape[0])
+    throw ConfigError("cannot read planes [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) + ") of " + where +
+                      ": axis 0 has " + std::to_string(out.shape[0]) + " elements");
+  out.first_row = z0 / out.chunk[0];
+  out.rows = (z0 + nz - 1) / out.chunk[0] - out.first_row + 1;
+  out.per_y = (out.shape[1] + out.chunk[1] - 1) / out.chunk[1];
+  out.per_x = (out.shape[2] + out.chunk[2] - 1) / out.chunk[2];
+  const auto bytes = static_cast<hsize_t>(out.chunk[0] * out.chunk[1] * out.chunk[2]) * dtype_size(out.dtype);
+  out.offsets.reserve(static_cast<std::size_t>(out.rows * out.per_y * out.per_x));
+  for (std::int64_t r = 0; r < out.rows; ++r)
+    for (std::int64_t y = 0; y < out.per_y; ++y)
+      for (std::int64_t x = 0; x < out.per_x; ++x) {
+        const hsize_t at[3] = {static_cast<hsize_t>((out.first_row + r) * out.chunk[0]),
+                               static_cast<hsize_t>(y * out.chunk[1]), static_cast<hsize_t>(x * out.chunk[2])};
+        unsigned mask = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(open.dataset.get(), at, &mask, &address, &size) < 0 || address == HADDR_UNDEF ||
+            size != bytes)
+          return std::nullopt;  // not allocated (fill values) or not stored as is
+        out.offsets.push_back(static_cast<std::int64_t>(address));
+      }
+  return out;
 }
 
 }  // namespace weft::io

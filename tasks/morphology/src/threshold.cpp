@@ -225,6 +225,41 @@ void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t plan
   });
 }
 
+void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
+                                  std::uint8_t* bits) {
+  if (type != DType::u8 && type != DType::u16 && type != DType::f32)
+    throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
+                      " (expected u8, u16 or f32)");
+  if (!chunked_bits_fit(width, grid.cx))
+    throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
+                      std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
+  if (planes <= 0 || height <= 0 || width <= 0) return;
+  if (first < grid.first_row * grid.cz || first + planes > (grid.first_row + grid.rows) * grid.cz ||
+      grid.per_y * grid.cy < height || grid.per_x * grid.cx < width)
+    throw ConfigError("foreground bits by chunks: the chunks do not hold planes [" + std::to_string(first) + ", " +
+                      std::to_string(first + planes) + ")");
+  const std::int64_t row_bytes = height * width / 8;
+  const std::size_t size = dtype_size(type);
+  const auto chunk_bytes = static_cast<std::size_t>(grid.cz * grid.cy * grid.cx) * size;
+  ReadPool::get().run(grid.rows * grid.per_y * grid.per_x, [&](std::int64_t k) {
+    thread_local std::vector<unsigned char> buffer;  // each thread's, kept between calls
+    if (buffer.size() < chunk_bytes) buffer.resize(chunk_bytes);
+    const std::int64_t row = grid.first_row + k / (grid.per_y * grid.per_x);
+    const std::int64_t iy = k / grid.per_x % grid.per_y, ix = k % grid.per_x;
+    const std::int64_t z0 = std::max(first, row * grid.cz), z1 = std::min(first + planes, (row + 1) * grid.cz);
+    const std::int64_t y0 = iy * grid.cy, y1 = std::min(height, y0 + grid.cy);
+    const std::int64_t x0 = ix * grid.cx, n = std::min(width - x0, grid.cx);
+    if (z0 >= z1) return;  // a chunk row the planes do not reach (none when the grid is theirs)
+    fetch(k, buffer.data());
+    for (std::int64_t z = z0; z < z1; ++z)
+      for (std::int64_t y = y0; y < y1; ++y) {
+        const std::size_t at = static_cast<std::size_t>(((z - row * grid.cz) * grid.cy + (y - y0)) * grid.cx) * size;
+        pack_values(buffer.data() + at, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
+      }
+  });
+}
+
 Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
                            std::int64_t width, Foreground foreground) {
   Array out = Array::host(DType::u8, Shape(planes, foreground_plane_bytes(height, width)));

@@ -54,6 +54,23 @@ struct RawExtent {
 /// (chunked, compressed, not yet written, big-endian, ...), which read_slab reads.
 [[nodiscard]] std::optional<RawExtent> raw_extent(const DatasetRef& ref);
 
+/// The chunks of an unfiltered chunked 3-D dataset that hold planes [z0, z0 + nz), for reads that
+/// bypass the library: every chunk of chunk rows first_row .. first_row + rows − 1 (row r holds
+/// planes [r · chunk[0], (r + 1) · chunk[0])), its file offset at offsets[(r − first_row) · per_y ·
+/// per_x + iy · per_x + ix]; each chunk is chunk[0] × chunk[1] × chunk[2] elements in C order, edge
+/// chunks too (their elements past the dataset are padding).
+struct RawChunks {
+  DType dtype = DType::u8;
+  std::vector<std::int64_t> shape, chunk;
+  std::int64_t first_row = 0, rows = 0, per_y = 0, per_x = 0;
+  std::vector<std::int64_t> offsets;
+};
+
+/// The raw chunks of planes [z0, z0 + nz) of a chunked 3-D dataset without filters, in the file
+/// itself (no user block) and in this host's byte order, every chunk of them allocated; nullopt
+/// for any other dataset, which read_slab reads.
+[[nodiscard]] std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
+
 /// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
 /// The file is "<final_path>.tmp-<pid>" until commit(); destroying an uncommitted writer removes it.
 class H5Writer {

@@ -43,6 +43,29 @@ void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t plan
 /// The same into a new host array [planes, foreground_plane_bytes(Y, X)].
 [[nodiscard]] Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes,
                                          std::int64_t height, std::int64_t width, Foreground foreground);
+/// Puts the values of chunk k (a whole chunk, cz · cy · cx values in C order) in `to`.
+using ChunkFetch = std::function<void(std::int64_t chunk, void* to)>;
+
+/// Chunks of cz × cy × cx values of a volume of Y × X planes: the chunk rows first_row ..
+/// first_row + rows − 1, each of per_y × per_x chunks, chunk k = (row − first_row) · per_y · per_x +
+/// iy · per_x + ix (io::RawChunks lists their file offsets in that order).
+struct ChunkGrid {
+  std::int64_t cz = 1, cy = 1, cx = 1;
+  std::int64_t first_row = 0, rows = 0, per_y = 0, per_x = 0;
+};
+
+/// Foreground bits of planes [first, first + planes) of a volume of Y × X planes stored in the
+/// chunks of `grid` (those chunk rows must hold the planes), one chunk fetched and packed per piece
+/// on every core, into `bits`. Each chunk's rows must start on a byte of bits: X and cx multiples of
+/// 8 (whether that holds: chunked_bits_fit); throws ConfigError otherwise.
+void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
+                                  std::uint8_t* bits);
+/// Whether read_foreground_bits_chunked takes chunks `cx` wide of planes `width` wide.
+[[nodiscard]] constexpr bool chunked_bits_fit(std::int64_t width, std::int64_t cx) {
+  return width % 8 == 0 && cx % 8 == 0;
+}
+
 /// Foreground bits of a host volume [Z, Y, X] (u8, u16 or f32).
 [[nodiscard]] Array foreground_bits(const Array& volume, Foreground foreground);
 /// Whether `mask` is a packed mask of planes of Y × X voxels (else it should be a u8 mask).

@@ -16,7 +16,7 @@ jobs=${JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmpi-bin libhdf5-dev
           libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfftw3-dev
-          libpng-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py)
+          libpng-dev zlib1g-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do

@@ -1,9 +1,5 @@
 #include "volume_input.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -102,36 +98,10 @@ Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count)
 
 namespace {
 
-/// A file opened for pread from several threads; reads whole ranges or throws IoError.
-class PieceFile {
- public:
-  explicit PieceFile(std::string path) : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) throw IoError("cannot open '" + path_ + "': " + std::strerror(errno));
-  }
-  ~PieceFile() { ::close(fd_); }
-  PieceFile(const PieceFile&) = delete;
-  PieceFile& operator=(const PieceFile&) = delete;
-  void read(std::int64_t offset, std::int64_t bytes, void* to) const {
-    auto* at = static_cast<char*>(to);
-    while (bytes > 0) {
-      const ssize_t got = ::pread(fd_, at, static_cast<std::size_t>(bytes), static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0)
-        throw IoError("cannot read " + std::to_string(bytes) + " bytes at byte " + std::to_string(offset) + " of '" +
-                      path_ + "': " + (got < 0 ? std::strerror(errno) : "the file ends there"));
-      at += got, offset += got, bytes -= got;
-    }
-  }
-
- private:
-  std::string path_;
-  int fd_;
-};
-
 /// Planes [first, first + count) of values of `type` stored contiguously from byte `offset` of `path`.
 Array read_contiguous(const std::string& path, std::int64_t offset, DType type, const Shape& shape, std::int64_t first,
                       std::int64_t count, morphology::Foreground foreground) {
-  const PieceFile file(path);
+  const io::RawFile file(path);
   const auto size = static_cast<std::int64_t>(dtype_size(type));
   const std::int64_t plane = shape[1] * shape[2];
   return morphology::read_foreground_bits(
@@ -153,13 +123,12 @@ std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& 
   if (shape[2] % 8 != 0) return std::nullopt;  // chunk rows could not start on bytes of bits
   const auto chunks = io::raw_chunks(ref, first, count);
   if (!chunks || !morphology::chunked_bits_fit(shape[2], chunks->chunk[2])) return std::nullopt;
-  const PieceFile file(ref.file);
+  const io::RawFile file(ref.file);
   const morphology::ChunkGrid grid{chunks->chunk[0], chunks->chunk[1], chunks->chunk[2], chunks->first_row,
                                    chunks->rows,     chunks->per_y,    chunks->per_x};
-  const auto bytes = static_cast<std::int64_t>(dtype_size(chunks->dtype)) * grid.cz * grid.cy * grid.cx;
   Array out = Array::host(DType::u8, Shape(count, morphology::foreground_plane_bytes(shape[1], shape[2])));
   morphology::read_foreground_bits_chunked(
-      [&](std::int64_t k, void* to) { file.read(chunks->offsets[static_cast<std::size_t>(k)], bytes, to); },
+      [&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); },
       chunks->dtype, grid, first, count, shape[1], shape[2], foreground, out.data<std::uint8_t>());
   return out;
 }

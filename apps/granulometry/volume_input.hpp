@@ -26,9 +26,10 @@ struct VolumeInput {
 
 /// Foreground bits (morphology/threshold.hpp) of planes [first, first + count) of a volume of
 /// `shape`, read by pieces with pread on every core and packed as they come, where the file allows
-/// it: a RAW file, a contiguous HDF5 dataset (io::raw_extent), or a chunked one without filters
-/// whose chunks start on bytes of bits (io::raw_chunks, X and the chunks' width multiples of 8).
-/// nullopt for any other input (compressed, ...), which read_planes reads.
+/// it: a RAW file, a contiguous HDF5 dataset (io::raw_extent), or a chunked one, unfiltered or
+/// gzip-compressed (with or without the byte shuffle), whose chunks start on bytes of bits
+/// (io::raw_chunks, X and the chunks' width multiples of 8; compressed chunks inflated on every
+/// core too). nullopt for any other input, which read_planes reads.
 [[nodiscard]] std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& shape,
                                                           std::int64_t first, std::int64_t count,
                                                           morphology::Foreground foreground);

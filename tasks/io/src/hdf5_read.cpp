@@ -1,5 +1,11 @@
 // Dataset references, dataset information, whole and slab reads.
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -166,15 +172,28 @@ std::optional<RawExtent> raw_extent(const DatasetRef& ref) {
   return extent;
 }
 
+std::int64_t RawChunks::chunk_bytes() const {
+  return chunk.size() == 3 ? chunk[0] * chunk[1] * chunk[2] * static_cast<std::int64_t>(dtype_size(dtype)) : 0;
+}
+
 std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
   RawChunks out;
-  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || H5Pget_nfilters(plist.get()) != 0 ||
-      !native_storage(open, where, out.dtype))
-    return std::nullopt;
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || !native_storage(open, where, out.dtype)) return std::nullopt;
+  const int filters = H5Pget_nfilters(plist.get());
+  std::vector<H5Z_filter_t> pipeline;
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t values = 0;
+    pipeline.push_back(H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &values, nullptr, 0, nullptr, &config));
+  }
+  out.deflate = !pipeline.empty() && pipeline.back() == H5Z_FILTER_DEFLATE;
+  out.shuffle = pipeline.size() == 2 && pipeline.front() == H5Z_FILTER_SHUFFLE;
+  if (!(pipeline.empty() || (pipeline.size() == 1 && out.deflate) || (out.shuffle && out.deflate)))
+    return std::nullopt;  // other filters (szip, fletcher32, plugins): the library undoes them
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
   const std::vector<hsize_t> dims = detail::h5_extents(space.get(), where);
   if (dims.size() != 3) return std::nullopt;
@@ -191,8 +210,10 @@ std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std:
   out.rows = (z0 + nz - 1) / out.chunk[0] - out.first_row + 1;
   out.per_y = (out.shape[1] + out.chunk[1] - 1) / out.chunk[1];
   out.per_x = (out.shape[2] + out.chunk[2] - 1) / out.chunk[2];
-  const auto bytes = static_cast<hsize_t>(out.chunk[0] * out.chunk[1] * out.chunk[2]) * dtype_size(out.dtype);
-  out.offsets.reserve(static_cast<std::size_t>(out.rows * out.per_y * out.per_x));
+  const auto count = static_cast<std::size_t>(out.rows * out.per_y * out.per_x);
+  out.offsets.reserve(count);
+  out.sizes.reserve(count);
+  out.filter_masks.reserve(count);
   for (std::int64_t r = 0; r < out.rows; ++r)
     for (std::int64_t y = 0; y < out.per_y; ++y)
       for (std::int64_t x = 0; x < out.per_x; ++x) {
@@ -202,11 +223,71 @@ std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std:
         haddr_t address = HADDR_UNDEF;
         hsize_t size = 0;
         if (H5Dget_chunk_info_by_coord(open.dataset.get(), at, &mask, &address, &size) < 0 || address == HADDR_UNDEF ||
-            size != bytes)
-          return std::nullopt;  // not allocated (fill values) or not stored as is
+            size == 0 || (pipeline.empty() && static_cast<std::int64_t>(size) != out.chunk_bytes()))
+          return std::nullopt;  // not allocated (fill values) or not stored as expected
         out.offsets.push_back(static_cast<std::int64_t>(address));
+        out.sizes.push_back(static_cast<std::int64_t>(size));
+        out.filter_masks.push_back(mask);
       }
   return out;
+}
+
+RawFile::RawFile(std::string path) : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (fd_ < 0) throw IoError("cannot open '" + path_ + "': " + std::strerror(errno));
+}
+
+RawFile::~RawFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RawFile::read(std::int64_t offset, std::int64_t bytes, void* to) const {
+  auto* at = static_cast<char*>(to);
+  while (bytes > 0) {
+    const ssize_t got = ::pread(fd_, at, static_cast<std::size_t>(bytes), static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw IoError("cannot read " + std::to_string(bytes) + " bytes at byte " + std::to_string(offset) + " of '" +
+                    path_ + "': " + (got < 0 ? std::strerror(errno) : "the file ends there"));
+    at += got, offset += got, bytes -= got;
+  }
+}
+
+void RawFile::read_chunk(const RawChunks& chunks, std::int64_t k, void* to) const {
+  const auto i = static_cast<std::size_t>(k);
+  const std::int64_t bytes = chunks.chunk_bytes(), stored = chunks.sizes[i];
+  const unsigned mask = chunks.filter_masks[i];
+  const bool shuffled = chunks.shuffle && (mask & 1u) == 0 && dtype_size(chunks.dtype) > 1;
+  const bool deflated = chunks.deflate && (mask & (1u << (chunks.shuffle ? 1 : 0))) == 0;
+  const auto bad = [&](const std::string& why) {
+    return IoError("chunk at byte " + std::to_string(chunks.offsets[i]) + " of '" + path_ + "': " + why);
+  };
+  if (!deflated && !shuffled) {
+    if (stored != bytes) throw bad(std::to_string(stored) + " bytes stored for a chunk of " + std::to_string(bytes));
+    return read(chunks.offsets[i], bytes, to);
+  }
+  thread_local std::vector<unsigned char> packed, plain;  // each thread's, kept between chunks
+  unsigned char* values = static_cast<unsigned char*>(to);
+  if (shuffled) {
+    plain.resize(static_cast<std::size_t>(bytes));
+    values = plain.data();
+  }
+  if (deflated) {
+    packed.resize(static_cast<std::size_t>(stored));
+    read(chunks.offsets[i], stored, packed.data());
+    uLongf length = static_cast<uLongf>(bytes);
+    const int status = ::uncompress(values, &length, packed.data(), static_cast<uLong>(stored));
+    if (status != Z_OK || static_cast<std::int64_t>(length) != bytes)
+      throw bad("does not inflate to " + std::to_string(bytes) + " bytes (zlib status " + std::to_string(status) + ")");
+  } else {
+    if (stored != bytes) throw bad(std::to_string(stored) + " bytes stored for a chunk of " + std::to_string(bytes));
+    read(chunks.offsets[i], bytes, values);
+  }
+  if (shuffled) {  // byte j of every element stored together: element e's byte j at j · n + e
+    const std::size_t size = dtype_size(chunks.dtype), n = static_cast<std::size_t>(bytes) / size;
+    auto* out = static_cast<unsigned char*>(to);
+    for (std::size_t j = 0; j < size; ++j)
+      for (std::size_t e = 0; e < n; ++e) out[e * size + j] = values[j * n + e];
+  }
 }
 
 }  // namespace weft::io

@@ -54,22 +54,46 @@ struct RawExtent {
 /// (chunked, compressed, not yet written, big-endian, ...), which read_slab reads.
 [[nodiscard]] std::optional<RawExtent> raw_extent(const DatasetRef& ref);
 
-/// The chunks of an unfiltered chunked 3-D dataset that hold planes [z0, z0 + nz), for reads that
-/// bypass the library: every chunk of chunk rows first_row .. first_row + rows − 1 (row r holds
-/// planes [r · chunk[0], (r + 1) · chunk[0])), its file offset at offsets[(r − first_row) · per_y ·
-/// per_x + iy · per_x + ix]; each chunk is chunk[0] × chunk[1] × chunk[2] elements in C order, edge
-/// chunks too (their elements past the dataset are padding).
+/// The chunks of a chunked 3-D dataset that hold planes [z0, z0 + nz), for reads that bypass the
+/// library: every chunk of chunk rows first_row .. first_row + rows − 1 (row r holds planes
+/// [r · chunk[0], (r + 1) · chunk[0])), its file offset, stored size and filter mask at index
+/// (r − first_row) · per_y · per_x + iy · per_x + ix; each chunk is chunk[0] × chunk[1] × chunk[2]
+/// elements in C order once its filters are undone (RawFile::read_chunk), edge chunks too (their
+/// elements past the dataset are padding).
 struct RawChunks {
   DType dtype = DType::u8;
   std::vector<std::int64_t> shape, chunk;
   std::int64_t first_row = 0, rows = 0, per_y = 0, per_x = 0;
-  std::vector<std::int64_t> offsets;
+  std::vector<std::int64_t> offsets, sizes;
+  std::vector<unsigned> filter_masks;  ///< bit i: filter i of the pipeline skipped for that chunk
+  bool shuffle = false;                ///< the pipeline's first filter is the byte shuffle
+  bool deflate = false;                ///< its last (first without shuffle) is deflate (gzip)
+  [[nodiscard]] std::int64_t chunk_bytes() const;
 };
 
-/// The raw chunks of planes [z0, z0 + nz) of a chunked 3-D dataset without filters, in the file
-/// itself (no user block) and in this host's byte order, every chunk of them allocated; nullopt
-/// for any other dataset, which read_slab reads.
+/// The raw chunks of planes [z0, z0 + nz) of a chunked 3-D dataset stored without filters, or
+/// with deflate (gzip), alone or after the byte shuffle; in the file itself (no user block), in
+/// this host's byte order, every chunk of them allocated. nullopt for any other dataset, which
+/// read_slab reads.
 [[nodiscard]] std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
+
+/// A file read by ranges from several threads at once (pread; no HDF5 call, no lock).
+class RawFile {
+ public:
+  explicit RawFile(std::string path);  ///< IoError naming the file if it cannot be opened
+  ~RawFile();
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+  /// Reads bytes [offset, offset + bytes) into `to`; IoError naming the file and range otherwise.
+  void read(std::int64_t offset, std::int64_t bytes, void* to) const;
+  /// Chunk k of `chunks` (of this file) into `to` (chunk_bytes()), its filters undone: inflated,
+  /// unshuffled. IoError naming the file and chunk if it does not inflate to a whole chunk.
+  void read_chunk(const RawChunks& chunks, std::int64_t k, void* to) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 /// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
 /// The file is "<final_path>.tmp-<pid>" until commit(); destroying an uncommitted writer removes it.

@@ -72,6 +72,7 @@ Shape check_input(const VolumeInput& in) {
 
 Array read_volume(const VolumeInput& in) {
   const Shape shape = check_input(in);
+  if (auto values = read_values_direct(in, shape)) return std::move(*values);
   if (!in.is_raw()) return io::read_dataset(io::parse_dataset_ref(in.input));
   Array a = Array::host(parse_dtype(in.dtype, "--dtype"), shape);
   std::ifstream f(in.input, std::ios::binary);
@@ -112,6 +113,30 @@ Array read_contiguous(const std::string& path, std::int64_t offset, DType type, 
 }
 
 }  // namespace
+
+std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape) {
+  auto contiguous = [&](const std::string& path, std::int64_t offset, DType type) {
+    const io::RawFile file(path);
+    const auto size = static_cast<std::int64_t>(dtype_size(type));
+    Array out = Array::host(type, shape);
+    morphology::read_values([&](std::int64_t voxel, std::int64_t voxels, void* to) {
+      file.read(offset + voxel * size, voxels * size, to);
+    }, type, shape[0], shape[1], shape[2], out.raw());
+    return out;
+  };
+  if (in.is_raw()) return contiguous(in.input, 0, parse_dtype(in.dtype, "--dtype"));
+  const io::DatasetRef ref = io::parse_dataset_ref(in.input);
+  if (const auto extent = io::raw_extent(ref)) return contiguous(ref.file, extent->offset, extent->dtype);
+  const auto chunks = io::raw_chunks(ref, 0, shape[0]);
+  if (!chunks) return std::nullopt;
+  const io::RawFile file(ref.file);
+  const morphology::ChunkGrid grid{chunks->chunk[0], chunks->chunk[1], chunks->chunk[2], chunks->first_row,
+                                   chunks->rows,     chunks->per_y,    chunks->per_x};
+  Array out = Array::host(chunks->dtype, shape);
+  morphology::read_values_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); }, chunks->dtype,
+                                  grid, 0, shape[0], shape[1], shape[2], out.raw());
+  return out;
+}
 
 std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
                                             std::int64_t count, morphology::Foreground foreground) {

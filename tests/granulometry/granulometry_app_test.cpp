@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -243,7 +244,26 @@ TEST_F(GranulometryApp, RawInputAndOtsu) {
                         "--element cube --devices cpu --output " + path("grey"));
   ASSERT_EQ(o.code, 0) << o.output;
   // A 6x7x6 box: cube openings keep it whole up to n = 2 (side 5), remove it at 3 (side 7).
-  EXPECT_EQ(read_text(path("grey") + "/curve.csv"), "size,remaining,spectrum\n0,252,0\n1,252,0\n2,252,252\n3,0,0\n");
+  const std::string want = "size,remaining,spectrum\n0,252,0\n1,252,0\n2,252,252\n3,0,0\n";
+  EXPECT_EQ(read_text(path("grey") + "/curve.csv"), want);
+  // The same volume as gzip chunks 5 × 4 × 6 (the whole volume read by chunks for Otsu's histogram)
+  // and as a contiguous dataset.
+  {
+    Array grey = Array::host(DType::u16, Shape(10, 11, 12));
+    std::memcpy(grey.raw(), v.data(), grey.bytes());
+    io::H5Writer w(path("grey.h5"));
+    w.write("/gz", grey, {5, 4, 6}, true);
+    w.write("/flat", grey);
+    w.commit();
+  }
+  ASSERT_TRUE(io::raw_chunks({path("grey.h5"), "/gz"}, 0, 10).has_value());
+  for (const char* dataset : {":/gz", ":/flat"}) {
+    const Outcome h = run("--input " + path("grey.h5") + dataset + " --threshold otsu --element cube --devices cpu --output " +
+                          path("grey-h5"));
+    ASSERT_EQ(h.code, 0) << h.output;
+    EXPECT_EQ(read_text(path("grey-h5") + "/curve.csv"), want) << dataset;
+    fs::remove_all(path("grey-h5"));
+  }
 }
 
 }  // namespace

@@ -260,6 +260,53 @@ TEST(Threshold, ForegroundBitsArePackedMasks) {
       }
 }
 
+/// Otsu's rule written out for the test: the last background bin maximising the between-class variance.
+int otsu_bin_reference(const std::vector<double>& hist) {
+  double total = 0, weighted = 0;
+  for (std::size_t i = 0; i < hist.size(); ++i) total += hist[i], weighted += static_cast<double>(i) * hist[i];
+  double w0 = 0, sum0 = 0, best = -1;
+  int bin = 0;
+  for (std::size_t i = 0; i + 1 < hist.size(); ++i) {
+    w0 += hist[i];
+    sum0 += static_cast<double>(i) * hist[i];
+    const double w1 = total - w0;
+    if (w0 <= 0 || w1 <= 0) continue;
+    const double d = sum0 / w0 - (weighted - sum0) / w1, between = w0 * w1 * d * d;
+    if (between > best) best = between, bin = static_cast<int>(i);
+  }
+  return bin;
+}
+
+// On volumes large enough for every core, Otsu's threshold is the one-pass histogram's (u8, u16, f32).
+TEST(Threshold, OtsuOnManyCoresMatchesOnePass) {
+  const Shape shape(16, 128, 160);
+  std::mt19937 rng(5);
+  for (DType type : {DType::u8, DType::u16, DType::f32}) {
+    Array v = Array::host(type, shape);
+    for (std::int64_t i = 0; i < v.size(); ++i) {
+      const double x = (rng() % 3 == 0 ? 60.0 : 170.0) + static_cast<double>(rng() % 40);
+      if (type == DType::u8) v.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(x);
+      if (type == DType::u16) v.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(x * 100);
+      if (type == DType::f32) v.data<float>()[i] = static_cast<float>(x / 7.0);
+    }
+    double want = 0;
+    if (type == DType::f32) {
+      const float* p = v.data<float>();
+      const auto [lo_it, hi_it] = std::minmax_element(p, p + v.size());
+      const double lo = *lo_it, hi = *hi_it, scale = 1024 / (hi - lo);
+      std::vector<double> hist(1024, 0.0);
+      for (std::int64_t i = 0; i < v.size(); ++i) hist[std::min(1023, static_cast<int>((p[i] - lo) * scale))] += 1;
+      want = lo + (otsu_bin_reference(hist) + 1) / scale;
+    } else {
+      std::vector<double> hist(type == DType::u8 ? 256 : 65536, 0.0);
+      for (std::int64_t i = 0; i < v.size(); ++i)
+        hist[type == DType::u8 ? v.data<std::uint8_t>()[i] : v.data<std::uint16_t>()[i]] += 1;
+      want = otsu_bin_reference(hist) + 1.0;
+    }
+    EXPECT_EQ(morphology::otsu_threshold(v), want) << dtype_name(type);
+  }
+}
+
 // Reading by pieces fetches every value once, from several threads, in pieces of whole bytes of bits.
 TEST(Threshold, ForegroundBitsReadByPieces) {
   const Shape shape(3, 600, 501);  // 300600 voxels a plane: two pieces, the second ending mid-byte
@@ -333,6 +380,19 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
       std::memcpy(part.raw(), static_cast<const unsigned char*>(v.raw()) + first * 7 * 16 * size, part.bytes());
       const Array want = morphology::foreground_bits(part, 100.0);
       EXPECT_EQ(std::memcmp(bits.raw(), want.raw(), want.bytes()), 0) << dtype_name(type) << " planes " << first;
+      // The values themselves, by chunks and by pieces.
+      Array values = Array::host(type, Shape(count, 7, 16));
+      morphology::read_values_chunked(
+          [&](std::int64_t k, void* to) { std::memcpy(to, chunks.data() + (grid.first_row * 4 + k) * 96 * size, 96 * size); },
+          type, grid, first, count, 7, 16, values.raw());
+      EXPECT_EQ(std::memcmp(values.raw(), part.raw(), part.bytes()), 0) << dtype_name(type) << " values " << first;
+      values.zero();
+      morphology::read_values(
+          [&](std::int64_t voxel, std::int64_t voxels, void* to) {
+            std::memcpy(to, static_cast<const unsigned char*>(part.raw()) + voxel * size, static_cast<std::size_t>(voxels) * size);
+          },
+          type, count, 7, 16, values.raw());
+      EXPECT_EQ(std::memcmp(values.raw(), part.raw(), part.bytes()), 0) << dtype_name(type) << " pieces " << first;
     }
   }
   std::vector<std::uint8_t> out(64);

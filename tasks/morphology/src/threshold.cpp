@@ -208,11 +208,19 @@ class ReadPool {
 
 }  // namespace
 
-void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
-                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+namespace {
+
+void check_values_type(DType type) {
   if (type != DType::u8 && type != DType::u16 && type != DType::f32)
     throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
                       " (expected u8, u16 or f32)");
+}
+
+}  // namespace
+
+void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+  check_values_type(type);
   const std::int64_t plane = height * width, row = foreground_plane_bytes(height, width);
   if (planes <= 0 || plane <= 0) return;
   const std::int64_t pieces = (plane + kPieceVoxels - 1) / kPieceVoxels;
@@ -225,21 +233,18 @@ void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t plan
   });
 }
 
-void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
-                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
-                                  std::uint8_t* bits) {
-  if (type != DType::u8 && type != DType::u16 && type != DType::f32)
-    throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
-                      " (expected u8, u16 or f32)");
-  if (!chunked_bits_fit(width, grid.cx))
-    throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
-                      std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
+namespace {
+
+/// Every chunk of `grid` fetched on every core, then segment(z, y, x0, n, values) for each row
+/// segment of it inside planes [first, first + planes): n values of row y of plane z from x0.
+template <class Segment>
+void for_each_chunk_row(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                        std::int64_t planes, std::int64_t height, std::int64_t width, Segment segment) {
   if (planes <= 0 || height <= 0 || width <= 0) return;
   if (first < grid.first_row * grid.cz || first + planes > (grid.first_row + grid.rows) * grid.cz ||
       grid.per_y * grid.cy < height || grid.per_x * grid.cx < width)
-    throw ConfigError("foreground bits by chunks: the chunks do not hold planes [" + std::to_string(first) + ", " +
+    throw ConfigError("reading by chunks: the chunks do not hold planes [" + std::to_string(first) + ", " +
                       std::to_string(first + planes) + ")");
-  const std::int64_t row_bytes = height * width / 8;
   const std::size_t size = dtype_size(type);
   const auto chunk_bytes = static_cast<std::size_t>(grid.cz * grid.cy * grid.cx) * size;
   ReadPool::get().run(grid.rows * grid.per_y * grid.per_x, [&](std::int64_t k) {
@@ -253,10 +258,49 @@ void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const Chu
     if (z0 >= z1) return;  // a chunk row the planes do not reach (none when the grid is theirs)
     fetch(k, buffer.data());
     for (std::int64_t z = z0; z < z1; ++z)
-      for (std::int64_t y = y0; y < y1; ++y) {
-        const std::size_t at = static_cast<std::size_t>(((z - row * grid.cz) * grid.cy + (y - y0)) * grid.cx) * size;
-        pack_values(buffer.data() + at, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
-      }
+      for (std::int64_t y = y0; y < y1; ++y)
+        segment(z, y, x0, n, buffer.data() + static_cast<std::size_t>(((z - row * grid.cz) * grid.cy + (y - y0)) * grid.cx) * size);
+  });
+}
+
+}  // namespace
+
+void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
+                                  std::uint8_t* bits) {
+  check_values_type(type);
+  if (!chunked_bits_fit(width, grid.cx))
+    throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
+                      std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
+  const std::int64_t row_bytes = height * width / 8;
+  for_each_chunk_row(fetch, type, grid, first, planes, height, width,
+                     [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
+                       pack_values(values, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
+                     });
+}
+
+void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                         std::int64_t planes, std::int64_t height, std::int64_t width, void* to) {
+  check_values_type(type);
+  const std::size_t size = dtype_size(type);
+  auto* out = static_cast<unsigned char*>(to);
+  for_each_chunk_row(fetch, type, grid, first, planes, height, width,
+                     [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
+                       std::memcpy(out + static_cast<std::size_t>(((z - first) * height + y) * width + x0) * size, values,
+                                   static_cast<std::size_t>(n) * size);
+                     });
+}
+
+void read_values(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height, std::int64_t width,
+                 void* to) {
+  check_values_type(type);
+  const std::int64_t total = planes * height * width;
+  if (total <= 0) return;
+  auto* out = static_cast<unsigned char*>(to);
+  const std::size_t size = dtype_size(type);
+  ReadPool::get().run((total + kPieceVoxels - 1) / kPieceVoxels, [&](std::int64_t k) {
+    const std::int64_t from = k * kPieceVoxels;
+    fetch(from, std::min(kPieceVoxels, total - from), out + static_cast<std::size_t>(from) * size);
   });
 }
 
@@ -318,29 +362,57 @@ Array nonzero_mask(const Array& volume) {
   }
 }
 
+namespace {
+
+/// Counts of bin(v[i]) over the volume, one histogram per core, summed.
+template <class T, class Bin>
+std::vector<double> histogram(const T* v, std::int64_t n, int bins, Bin bin) {
+  const int workers = detail::worker_count_hint();
+  std::vector<std::vector<std::int64_t>> parts(static_cast<std::size_t>(workers));
+  detail::parallel_for(n, [&](std::int64_t b, std::int64_t e, int w) {
+    auto& h = parts[static_cast<std::size_t>(w)];
+    h.assign(static_cast<std::size_t>(bins), 0);
+    for (std::int64_t i = b; i < e; ++i) ++h[static_cast<std::size_t>(bin(v[i]))];
+  }, std::int64_t{1} << 16);
+  std::vector<double> total(static_cast<std::size_t>(bins), 0.0);
+  for (const auto& h : parts)
+    for (std::size_t i = 0; i < h.size(); ++i) total[i] += static_cast<double>(h[i]);
+  return total;
+}
+
+}  // namespace
+
 double otsu_threshold(const Array& volume) {
   const std::int64_t n = volume.size();
   if (n == 0) throw ConfigError("otsu threshold: empty volume");
-  if (volume.dtype() == DType::u8 || volume.dtype() == DType::u16) {
-    std::vector<double> hist(volume.dtype() == DType::u8 ? 256 : 65536, 0.0);
-    if (volume.dtype() == DType::u8) {
-      const auto* v = volume.data<std::uint8_t>();
-      for (std::int64_t i = 0; i < n; ++i) hist[v[i]] += 1;
-    } else {
-      const auto* v = volume.data<std::uint16_t>();
-      for (std::int64_t i = 0; i < n; ++i) hist[v[i]] += 1;
-    }
-    return otsu_bin(hist) + 1.0;
-  }
+  if (volume.dtype() == DType::u8)
+    return otsu_bin(histogram(volume.data<std::uint8_t>(), n, 256, [](std::uint8_t x) { return x; })) + 1.0;
+  if (volume.dtype() == DType::u16)
+    return otsu_bin(histogram(volume.data<std::uint16_t>(), n, 65536, [](std::uint16_t x) { return x; })) + 1.0;
   if (volume.dtype() != DType::f32) unsupported(volume, "otsu threshold");
   const float* v = volume.data<float>();
-  const auto [lo_it, hi_it] = std::minmax_element(v, v + n);
-  const double lo = *lo_it, hi = *hi_it;
+  // The extremes per core, then over the cores (in order, as one pass would meet them).
+  const int workers = detail::worker_count_hint();
+  std::vector<std::pair<float, float>> ends(static_cast<std::size_t>(workers), {0.0f, 0.0f});
+  std::vector<char> used(static_cast<std::size_t>(workers), 0);
+  detail::parallel_for(n, [&](std::int64_t b, std::int64_t e, int w) {
+    const auto [lo_it, hi_it] = std::minmax_element(v + b, v + e);
+    ends[static_cast<std::size_t>(w)] = {*lo_it, *hi_it};
+    used[static_cast<std::size_t>(w)] = 1;
+  }, std::int64_t{1} << 16);
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (std::size_t w = 0; w < ends.size(); ++w) {
+    if (!used[w]) continue;
+    if (first || ends[w].first < lo) lo = ends[w].first;
+    if (first || !(ends[w].second < hi)) hi = ends[w].second;
+    first = false;
+  }
   if (!(hi > lo)) return std::nextafter(hi, std::numeric_limits<double>::infinity());
   constexpr int kBins = 1024;
-  std::vector<double> hist(kBins, 0.0);
   const double scale = kBins / (hi - lo);
-  for (std::int64_t i = 0; i < n; ++i) hist[std::min(kBins - 1, static_cast<int>((v[i] - lo) * scale))] += 1;
+  const std::vector<double> hist =
+      histogram(v, n, kBins, [&](float x) { return std::min(kBins - 1, static_cast<int>((x - lo) * scale)); });
   return lo + (otsu_bin(hist) + 1) / scale;
 }
 

@@ -61,6 +61,14 @@ struct ChunkGrid {
 void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
                                   std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
                                   std::uint8_t* bits);
+/// The values themselves: planes [first, first + planes) of the chunks of `grid` (any chunk width)
+/// copied into `to` (planes · Y · X values of `type`, C order), one chunk per piece on every core.
+void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+                         std::int64_t planes, std::int64_t height, std::int64_t width, void* to);
+/// The values of `planes` planes of Y × X values fetched by pieces on every core straight into
+/// `to`: fetch(voxel, voxels, to + voxel · size) for each piece.
+void read_values(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height, std::int64_t width,
+                 void* to);
 /// Whether read_foreground_bits_chunked takes chunks `cx` wide of planes `width` wide.
 [[nodiscard]] constexpr bool chunked_bits_fit(std::int64_t width, std::int64_t cx) {
   return width % 8 == 0 && cx % 8 == 0;

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -72,29 +71,24 @@ Shape check_input(const VolumeInput& in) {
 
 Array read_volume(const VolumeInput& in) {
   const Shape shape = check_input(in);
-  if (auto values = read_values_direct(in, shape)) return std::move(*values);
-  if (!in.is_raw()) return io::read_dataset(io::parse_dataset_ref(in.input));
-  Array a = Array::host(parse_dtype(in.dtype, "--dtype"), shape);
-  std::ifstream f(in.input, std::ios::binary);
-  if (!f.read(static_cast<char*>(a.raw()), static_cast<std::streamsize>(a.bytes())))
-    throw IoError("cannot read " + std::to_string(a.bytes()) + " bytes from RAW file '" + in.input + "'");
-  return a;
+  if (auto values = read_values_direct(in, shape, 0, shape[0])) return std::move(*values);  // RAW files always
+  return io::read_dataset(io::parse_dataset_ref(in.input));
 }
 
 Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count) {
-  if (!in.is_raw()) return io::read_slab(io::parse_dataset_ref(in.input), first, count);
+  if (!in.is_raw()) {
+    const io::DatasetRef ref = io::parse_dataset_ref(in.input);
+    const io::DatasetInfo info = io::dataset_info(ref);
+    if (info.shape.size() == 3 && first >= 0 && count > 0 && first + count <= info.shape[0])
+      if (auto values = read_values_direct(in, Shape(info.shape[0], info.shape[1], info.shape[2]), first, count))
+        return std::move(*values);
+    return io::read_slab(ref, first, count);
+  }
   const Shape shape = parse_shape(in.shape);
-  const DType type = parse_dtype(in.dtype, "--dtype");
   if (first < 0 || count < 0 || first + count > shape[0])
     throw ConfigError("--input " + in.input + ": planes [" + std::to_string(first) + ", " +
                       std::to_string(first + count) + ") outside " + shape.str());
-  Array a = Array::host(type, Shape(count, shape[1], shape[2]));
-  std::ifstream f(in.input, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(first * shape[1] * shape[2] * static_cast<std::int64_t>(dtype_size(type))));
-  if (!f.read(static_cast<char*>(a.raw()), static_cast<std::streamsize>(a.bytes())))
-    throw IoError("cannot read " + std::to_string(a.bytes()) + " bytes at plane " + std::to_string(first) +
-                  " of RAW file '" + in.input + "'");
-  return a;
+  return std::move(*read_values_direct(in, shape, first, count));  // a RAW file is always read directly
 }
 
 namespace {
@@ -114,27 +108,30 @@ Array read_contiguous(const std::string& path, std::int64_t offset, DType type, 
 
 }  // namespace
 
-std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape) {
+std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
+                                        std::int64_t count) {
+  const Shape planes(count, shape[1], shape[2]);
   auto contiguous = [&](const std::string& path, std::int64_t offset, DType type) {
     const io::RawFile file(path);
     const auto size = static_cast<std::int64_t>(dtype_size(type));
-    Array out = Array::host(type, shape);
+    const std::int64_t start = offset + first * shape[1] * shape[2] * size;
+    Array out = Array::host(type, planes);
     morphology::read_values([&](std::int64_t voxel, std::int64_t voxels, void* to) {
-      file.read(offset + voxel * size, voxels * size, to);
-    }, type, shape[0], shape[1], shape[2], out.raw());
+      file.read(start + voxel * size, voxels * size, to);
+    }, type, count, shape[1], shape[2], out.raw());
     return out;
   };
   if (in.is_raw()) return contiguous(in.input, 0, parse_dtype(in.dtype, "--dtype"));
   const io::DatasetRef ref = io::parse_dataset_ref(in.input);
   if (const auto extent = io::raw_extent(ref)) return contiguous(ref.file, extent->offset, extent->dtype);
-  const auto chunks = io::raw_chunks(ref, 0, shape[0]);
+  const auto chunks = io::raw_chunks(ref, first, count);
   if (!chunks) return std::nullopt;
   const io::RawFile file(ref.file);
   const morphology::ChunkGrid grid{chunks->chunk[0], chunks->chunk[1], chunks->chunk[2], chunks->first_row,
                                    chunks->rows,     chunks->per_y,    chunks->per_x};
-  Array out = Array::host(chunks->dtype, shape);
+  Array out = Array::host(chunks->dtype, planes);
   morphology::read_values_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); }, chunks->dtype,
-                                  grid, 0, shape[0], shape[1], shape[2], out.raw());
+                                  grid, first, count, shape[1], shape[2], out.raw());
   return out;
 }
 

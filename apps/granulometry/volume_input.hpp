@@ -19,16 +19,19 @@ struct VolumeInput {
 /// Checks the input before anything runs (file, dataset, rank, dtype, size); returns its shape.
 /// Throws ConfigError naming the option and value.
 [[nodiscard]] Shape check_input(const VolumeInput& in);
-/// Reads the whole volume into a host array (u8, u16 or f32): read_values_direct where it can, else
-/// through the HDF5 library or a stream.
+/// Reads the whole volume into a host array (u8, u16 or f32): read_values_direct where it can (RAW
+/// files always), else through the HDF5 library.
 [[nodiscard]] Array read_volume(const VolumeInput& in);
-/// Reads planes [first, first + count) of axis 0 (an HDF5 hyperslab or a range of the RAW file).
+/// Reads planes [first, first + count) of axis 0 (read_values_direct where it can, else an HDF5
+/// hyperslab or a range of the RAW file).
 [[nodiscard]] Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count);
 
-/// The whole volume's values read by pieces (or chunks, inflated when gzip-compressed) with pread
-/// on every core where the file allows it: a RAW file, a contiguous HDF5 dataset, a chunked one
-/// unfiltered or gzip-compressed (any chunk shape); nullopt otherwise. read_volume tries it first.
-[[nodiscard]] std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape);
+/// The values of planes [first, first + count) of a volume of `shape`, read by pieces (or chunks,
+/// inflated when gzip-compressed) with pread on every core where the file allows it: a RAW file, a
+/// contiguous HDF5 dataset, a chunked one unfiltered or gzip-compressed (any chunk shape); nullopt
+/// otherwise. read_volume and read_planes of an HDF5 dataset try it first.
+[[nodiscard]] std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
+                                                      std::int64_t count);
 
 /// Foreground bits (morphology/threshold.hpp) of planes [first, first + count) of a volume of
 /// `shape`, read by pieces with pread on every core and packed as they come, where the file allows

@@ -63,21 +63,20 @@ double parse_bytes(const std::string& text, const char* option = "--device-memor
 }
 
 /// Foreground bits of planes [first, first + count): read by pieces on every core and packed as
-/// they come where the file allows it and no median is asked (read_foreground_direct: a RAW file,
-/// a contiguous or unfiltered chunked HDF5 dataset); else read whole (with the median's margin
-/// where the volume has planes: the median clamps at the volume's faces only), filtered, cropped,
-/// then packed.
+/// they come where the file allows it and no median is asked (read_foreground_direct, from the
+/// input's DirectSource found once); else read (read_planes, with the median's margin where the
+/// volume has planes: the median clamps at the volume's faces only), filtered, cropped, then packed.
 morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphology::ThresholdRule rule) {
   const morphology::Foreground foreground =
       rule.kind == morphology::ThresholdRule::value ? morphology::Foreground(rule.threshold) : std::nullopt;
-  return [o, shape, foreground](std::int64_t first, std::int64_t count) {
+  return [o, shape, foreground, source = granulometry::direct_source(o.input)](std::int64_t first, std::int64_t count) {
     if (o.median == 0)
-      if (auto bits = granulometry::read_foreground_direct(o.input, shape, first, count, foreground))
+      if (auto bits = granulometry::read_foreground_direct(source, shape, first, count, foreground))
         return std::move(*bits);
     const std::int64_t margin = o.median / 2;
     const std::int64_t lo = std::max<std::int64_t>(0, first - margin);
     const std::int64_t hi = std::min<std::int64_t>(shape[0], first + count + margin);
-    Array raw = granulometry::read_planes(o.input, lo, hi - lo);
+    Array raw = granulometry::read_planes(o.input, source, shape, lo, hi - lo);
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
     if (o.median > 0) {
       raw = filters::median(raw, o.median, filters::Border::clamp);

@@ -69,90 +69,91 @@ Shape check_input(const VolumeInput& in) {
   return shape;
 }
 
-Array read_volume(const VolumeInput& in) {
-  const Shape shape = check_input(in);
-  if (auto values = read_values_direct(in, shape, 0, shape[0])) return std::move(*values);  // RAW files always
-  return io::read_dataset(io::parse_dataset_ref(in.input));
-}
-
-Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count) {
-  if (!in.is_raw()) {
-    const io::DatasetRef ref = io::parse_dataset_ref(in.input);
-    const io::DatasetInfo info = io::dataset_info(ref);
-    if (info.shape.size() == 3 && first >= 0 && count > 0 && first + count <= info.shape[0])
-      if (auto values = read_values_direct(in, Shape(info.shape[0], info.shape[1], info.shape[2]), first, count))
-        return std::move(*values);
-    return io::read_slab(ref, first, count);
+DirectSource direct_source(const VolumeInput& in) {
+  DirectSource source;
+  if (in.is_raw()) {
+    source.kind = DirectSource::contiguous;
+    source.ref = {in.input, ""};
+    source.dtype = parse_dtype(in.dtype, "--dtype");
+    return source;
   }
-  const Shape shape = parse_shape(in.shape);
-  if (first < 0 || count < 0 || first + count > shape[0])
-    throw ConfigError("--input " + in.input + ": planes [" + std::to_string(first) + ", " +
-                      std::to_string(first + count) + ") outside " + shape.str());
-  return std::move(*read_values_direct(in, shape, first, count));  // a RAW file is always read directly
+  source.ref = io::parse_dataset_ref(in.input);
+  if (const auto extent = io::raw_extent(source.ref)) {
+    source.kind = DirectSource::contiguous;
+    source.offset = extent->offset;
+    source.dtype = extent->dtype;
+  } else if (const io::DatasetInfo info = io::dataset_info(source.ref); info.chunk.size() == 3) {
+    source.kind = DirectSource::chunked;  // io::raw_chunks decides each read (filters, allocation)
+    source.chunk_width = info.chunk[2];
+  }
+  return source;
 }
 
 namespace {
 
-/// Planes [first, first + count) of values of `type` stored contiguously from byte `offset` of `path`.
-Array read_contiguous(const std::string& path, std::int64_t offset, DType type, const Shape& shape, std::int64_t first,
-                      std::int64_t count, morphology::Foreground foreground) {
-  const io::RawFile file(path);
-  const auto size = static_cast<std::int64_t>(dtype_size(type));
-  const std::int64_t plane = shape[1] * shape[2];
-  return morphology::read_foreground_bits(
-      [&](std::int64_t voxel, std::int64_t voxels, void* to) {
-        file.read(offset + (first * plane + voxel) * size, voxels * size, to);
-      },
-      type, count, shape[1], shape[2], foreground);
+/// Pieces of the values of planes [first, ...) of a contiguous source (voxel 0: the first plane's first).
+morphology::ValueFetch contiguous_fetch(const io::RawFile& file, const DirectSource& source, const Shape& shape,
+                                        std::int64_t first) {
+  const auto size = static_cast<std::int64_t>(dtype_size(source.dtype));
+  const std::int64_t start = source.offset + first * shape[1] * shape[2] * size;
+  return [&file, size, start](std::int64_t voxel, std::int64_t voxels, void* to) {
+    file.read(start + voxel * size, voxels * size, to);
+  };
+}
+
+morphology::ChunkGrid grid_of(const io::RawChunks& c) {
+  return {c.chunk[0], c.chunk[1], c.chunk[2], c.first_row, c.rows, c.per_y, c.per_x};
 }
 
 }  // namespace
 
-std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
+std::optional<Array> read_values_direct(const DirectSource& source, const Shape& shape, std::int64_t first,
                                         std::int64_t count) {
-  const Shape planes(count, shape[1], shape[2]);
-  auto contiguous = [&](const std::string& path, std::int64_t offset, DType type) {
-    const io::RawFile file(path);
-    const auto size = static_cast<std::int64_t>(dtype_size(type));
-    const std::int64_t start = offset + first * shape[1] * shape[2] * size;
-    Array out = Array::host(type, planes);
-    morphology::read_values([&](std::int64_t voxel, std::int64_t voxels, void* to) {
-      file.read(start + voxel * size, voxels * size, to);
-    }, type, count, shape[1], shape[2], out.raw());
-    return out;
-  };
-  if (in.is_raw()) return contiguous(in.input, 0, parse_dtype(in.dtype, "--dtype"));
-  const io::DatasetRef ref = io::parse_dataset_ref(in.input);
-  if (const auto extent = io::raw_extent(ref)) return contiguous(ref.file, extent->offset, extent->dtype);
-  const auto chunks = io::raw_chunks(ref, first, count);
-  if (!chunks) return std::nullopt;
-  const io::RawFile file(ref.file);
-  const morphology::ChunkGrid grid{chunks->chunk[0], chunks->chunk[1], chunks->chunk[2], chunks->first_row,
-                                   chunks->rows,     chunks->per_y,    chunks->per_x};
-  Array out = Array::host(chunks->dtype, planes);
-  morphology::read_values_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); }, chunks->dtype,
-                                  grid, first, count, shape[1], shape[2], out.raw());
+  if (source.kind == DirectSource::none) return std::nullopt;
+  std::optional<io::RawChunks> chunks;
+  if (source.kind == DirectSource::chunked && !(chunks = io::raw_chunks(source.ref, first, count))) return std::nullopt;
+  const io::RawFile file(source.ref.file);
+  Array out = Array::host(chunks ? chunks->dtype : source.dtype, Shape(count, shape[1], shape[2]));
+  if (chunks)
+    morphology::read_values_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); }, chunks->dtype,
+                                    grid_of(*chunks), first, count, shape[1], shape[2], out.raw());
+  else
+    morphology::read_values(contiguous_fetch(file, source, shape, first), source.dtype, count, shape[1], shape[2],
+                            out.raw());
   return out;
 }
 
-std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
+std::optional<Array> read_foreground_direct(const DirectSource& source, const Shape& shape, std::int64_t first,
                                             std::int64_t count, morphology::Foreground foreground) {
-  if (in.is_raw())
-    return read_contiguous(in.input, 0, parse_dtype(in.dtype, "--dtype"), shape, first, count, foreground);
-  const io::DatasetRef ref = io::parse_dataset_ref(in.input);
-  if (const auto extent = io::raw_extent(ref))
-    return read_contiguous(ref.file, extent->offset, extent->dtype, shape, first, count, foreground);
-  if (shape[2] % 8 != 0) return std::nullopt;  // chunk rows could not start on bytes of bits
-  const auto chunks = io::raw_chunks(ref, first, count);
-  if (!chunks || !morphology::chunked_bits_fit(shape[2], chunks->chunk[2])) return std::nullopt;
-  const io::RawFile file(ref.file);
-  const morphology::ChunkGrid grid{chunks->chunk[0], chunks->chunk[1], chunks->chunk[2], chunks->first_row,
-                                   chunks->rows,     chunks->per_y,    chunks->per_x};
+  if (source.kind == DirectSource::none ||
+      (source.kind == DirectSource::chunked && !morphology::chunked_bits_fit(shape[2], source.chunk_width)))
+    return std::nullopt;  // chunk rows that would not start on bytes of bits: values, then packing
+  std::optional<io::RawChunks> chunks;
+  if (source.kind == DirectSource::chunked && !(chunks = io::raw_chunks(source.ref, first, count))) return std::nullopt;
+  const io::RawFile file(source.ref.file);
+  if (!chunks)
+    return morphology::read_foreground_bits(contiguous_fetch(file, source, shape, first), source.dtype, count, shape[1],
+                                            shape[2], foreground);
   Array out = Array::host(DType::u8, Shape(count, morphology::foreground_plane_bytes(shape[1], shape[2])));
-  morphology::read_foreground_bits_chunked(
-      [&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); },
-      chunks->dtype, grid, first, count, shape[1], shape[2], foreground, out.data<std::uint8_t>());
+  morphology::read_foreground_bits_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); },
+                                           chunks->dtype, grid_of(*chunks), first, count, shape[1], shape[2],
+                                           foreground, out.data<std::uint8_t>());
   return out;
+}
+
+Array read_volume(const VolumeInput& in) {
+  const Shape shape = check_input(in);
+  if (auto values = read_values_direct(direct_source(in), shape, 0, shape[0])) return std::move(*values);
+  return io::read_dataset(io::parse_dataset_ref(in.input));  // RAW files never come here
+}
+
+Array read_planes(const VolumeInput& in, const DirectSource& source, const Shape& shape, std::int64_t first,
+                  std::int64_t count) {
+  if (first < 0 || count < 0 || first + count > shape[0])
+    throw ConfigError("--input " + in.input + ": planes [" + std::to_string(first) + ", " +
+                      std::to_string(first + count) + ") outside " + shape.str());
+  if (auto values = read_values_direct(source, shape, first, count)) return std::move(*values);
+  return io::read_slab(source.ref, first, count);  // RAW files never come here
 }
 
 }  // namespace weft::granulometry

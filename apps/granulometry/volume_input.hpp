@@ -5,6 +5,7 @@
 #include <string>
 
 #include "weft/data/array.hpp"
+#include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 
 namespace weft::granulometry {
@@ -19,27 +20,39 @@ struct VolumeInput {
 /// Checks the input before anything runs (file, dataset, rank, dtype, size); returns its shape.
 /// Throws ConfigError naming the option and value.
 [[nodiscard]] Shape check_input(const VolumeInput& in);
+/// Where the input's values can be read without the HDF5 library, by pieces with pread on every
+/// core; found once per input: a RAW file or a contiguous HDF5 dataset (io::raw_extent: from byte
+/// `offset`), or a chunked dataset, whose chunks io::raw_chunks lists at each read when it can
+/// (unfiltered or gzip, alone or after the byte shuffle; allocated). `none`: every read goes
+/// through the library.
+struct DirectSource {
+  enum Kind : std::uint8_t { none, contiguous, chunked } kind = none;
+  io::DatasetRef ref;         ///< the file (and dataset) read; a RAW file's path in ref.file
+  std::int64_t offset = 0;    ///< contiguous: byte of the first value
+  DType dtype = DType::u8;    ///< contiguous: the values' type (chunked: io::raw_chunks tells)
+  std::int64_t chunk_width = 0;  ///< chunked: X of a chunk
+};
+[[nodiscard]] DirectSource direct_source(const VolumeInput& in);
+
 /// Reads the whole volume into a host array (u8, u16 or f32): read_values_direct where it can (RAW
 /// files always), else through the HDF5 library.
 [[nodiscard]] Array read_volume(const VolumeInput& in);
-/// Reads planes [first, first + count) of axis 0 (read_values_direct where it can, else an HDF5
-/// hyperslab or a range of the RAW file).
-[[nodiscard]] Array read_planes(const VolumeInput& in, std::int64_t first, std::int64_t count);
+/// Reads planes [first, first + count) of axis 0 of a volume of `shape` (read_values_direct where
+/// it can, else an HDF5 hyperslab). ConfigError naming --input for planes outside the volume.
+[[nodiscard]] Array read_planes(const VolumeInput& in, const DirectSource& source, const Shape& shape,
+                                std::int64_t first, std::int64_t count);
 
-/// The values of planes [first, first + count) of a volume of `shape`, read by pieces (or chunks,
-/// inflated when gzip-compressed) with pread on every core where the file allows it: a RAW file, a
-/// contiguous HDF5 dataset, a chunked one unfiltered or gzip-compressed (any chunk shape); nullopt
-/// otherwise. read_volume and read_planes of an HDF5 dataset try it first.
-[[nodiscard]] std::optional<Array> read_values_direct(const VolumeInput& in, const Shape& shape, std::int64_t first,
-                                                      std::int64_t count);
+/// The values of planes [first, first + count) of a volume of `shape` read from `source` by pieces
+/// (or chunks, inflated when gzip-compressed) on every core; nullopt where the source cannot be
+/// read so (`none`, or chunks io::raw_chunks refuses).
+[[nodiscard]] std::optional<Array> read_values_direct(const DirectSource& source, const Shape& shape,
+                                                      std::int64_t first, std::int64_t count);
 
 /// Foreground bits (morphology/threshold.hpp) of planes [first, first + count) of a volume of
-/// `shape`, read by pieces with pread on every core and packed as they come, where the file allows
-/// it: a RAW file, a contiguous HDF5 dataset (io::raw_extent), or a chunked one, unfiltered or
-/// gzip-compressed (with or without the byte shuffle), whose chunks start on bytes of bits
-/// (io::raw_chunks, X and the chunks' width multiples of 8; compressed chunks inflated on every
-/// core too). nullopt for any other input, which read_planes reads.
-[[nodiscard]] std::optional<Array> read_foreground_direct(const VolumeInput& in, const Shape& shape,
+/// `shape` read from `source` by pieces on every core and packed as they come; for a chunked
+/// source only where its chunk rows start on bytes of bits (X and the chunk width multiples of 8).
+/// nullopt otherwise (read_planes, then packing).
+[[nodiscard]] std::optional<Array> read_foreground_direct(const DirectSource& source, const Shape& shape,
                                                           std::int64_t first, std::int64_t count,
                                                           morphology::Foreground foreground);
 

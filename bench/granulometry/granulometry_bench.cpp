@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
           const Array a = morphology::foreground_bits(io::read_dataset(r), std::nullopt);
           library = std::min(library, seconds_since(t));
           t = Clock::now();
-          const auto b = granulometry::read_foreground_direct({r.str()}, shape, 0, size, std::nullopt);
+          const auto b = granulometry::read_foreground_direct(granulometry::direct_source({r.str()}), shape, 0, size,
+                                                              std::nullopt);
           direct = std::min(direct, seconds_since(t));
           if (!b || std::memcmp(a.raw(), b->raw(), a.bytes()) != 0)
             std::printf("read %s: the direct path %s\n", path, b ? "DIFFERS" : "was not taken");
@@ -269,7 +270,8 @@ int main(int argc, char** argv) {
       // uploaded and unpacked on the GPU, openings, curve on the host.
       auto t0 = Clock::now();
       const Shape shape(size, size, size);
-      std::optional<Array> packed = granulometry::read_foreground_direct({ref.str()}, shape, 0, size, std::nullopt);
+      std::optional<Array> packed =
+          granulometry::read_foreground_direct(granulometry::direct_source({ref.str()}), shape, 0, size, std::nullopt);
       if (!packed) packed = morphology::foreground_bits(io::read_dataset(ref), std::nullopt);  // (the file is unfiltered)
       Array d_bits = Array::device(DType::u8, packed->shape(), 0, stream);
       Array d_mask = Array::device(DType::u8, shape, 0, stream);

@@ -117,8 +117,10 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
   else
 #endif
   {
-    if (bits) m = unpack_foreground(m, height_, width_);
-    std::memcpy(to, m.raw(), m.bytes());
+    if (bits)
+      unpack_foreground(m.data<std::uint8_t>(), c1 - c0, height_, width_, to);  // straight into the slab
+    else
+      std::memcpy(to, m.raw(), m.bytes());
   }
   if (c1 == p[3]) {  // the last chunk: the slab goes on
     ctx.put(mask, std::move(slab_));

@@ -126,7 +126,8 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// a rank reading the slabs of its 4 GPUs at once runs one reading thread per core, not 4 per
 /// core, and makes no thread nor buffer per call. (With a thread per core and per call for each
 /// reader, one rank's 4 readers took 0.18-0.25 s for the 4 slabs of a 2048^3 volume on a 4xH200
-/// host, where 4 ranks, one reader each, took 0.09-0.12 s.) A call's pieces are taken by the
+/// host, where 4 ranks, one reader each, took 0.09-0.12 s: granulometry_slabs_bench at 5edceba,
+/// docs/status.md.) A call's pieces are taken by the
 /// pool's threads and by the calling thread itself; calls are served in the order they come.
 class ReadPool {
  public:
@@ -218,18 +219,33 @@ void check_values_type(DType type) {
 
 }  // namespace
 
-void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
-                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+namespace {
+
+/// Packs `planes` planes of Y × X values into `bits`, by pieces of a plane on every core:
+/// values(z, from, n) points at the n values of plane z from voxel `from`.
+template <class Values>
+void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
+                 std::uint8_t* bits, Values values) {
   check_values_type(type);
   const std::int64_t plane = height * width, row = foreground_plane_bytes(height, width);
   if (planes <= 0 || plane <= 0) return;
   const std::int64_t pieces = (plane + kPieceVoxels - 1) / kPieceVoxels;
   ReadPool::get().run(planes * pieces, [&](std::int64_t k) {
+    const std::int64_t z = k / pieces, from = (k % pieces) * kPieceVoxels, n = std::min(kPieceVoxels, plane - from);
+    pack_values(values(z, from, n), type, n, foreground, bits + z * row + from / 8);
+  });
+}
+
+}  // namespace
+
+void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+  const std::int64_t plane = height * width;
+  pack_pieces(type, planes, height, width, foreground, bits, [&](std::int64_t z, std::int64_t from, std::int64_t n) {
     thread_local std::vector<unsigned char> buffer;  // each thread's, kept between calls (4 bytes: f32 at most)
     if (buffer.empty()) buffer.resize(static_cast<std::size_t>(kPieceVoxels * 4));
-    const std::int64_t z = k / pieces, from = (k % pieces) * kPieceVoxels, n = std::min(kPieceVoxels, plane - from);
     fetch(z * plane + from, n, buffer.data());
-    pack_values(buffer.data(), type, n, foreground, bits + z * row + from / 8);
+    return static_cast<const void*>(buffer.data());
   });
 }
 
@@ -314,33 +330,39 @@ Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t pla
 Array foreground_bits(const Array& volume, Foreground foreground) {
   if (volume.shape().ndim() != 3 || !volume.memory().is_host())
     throw ConfigError("foreground bits: expected a host volume [Z, Y, X], got " + volume.shape().str());
+  const Shape& s = volume.shape();
+  Array out = Array::host(DType::u8, Shape(s[0], foreground_plane_bytes(s[1], s[2])));
   const auto* base = static_cast<const unsigned char*>(volume.raw());
   const std::size_t size = dtype_size(volume.dtype());
-  return read_foreground_bits(
-      [&](std::int64_t voxel, std::int64_t voxels, void* to) {
-        std::memcpy(to, base + static_cast<std::size_t>(voxel) * size, static_cast<std::size_t>(voxels) * size);
-      },
-      volume.dtype(), volume.shape()[0], volume.shape()[1], volume.shape()[2], foreground);
+  const std::int64_t plane = s[1] * s[2];
+  pack_pieces(volume.dtype(), s[0], s[1], s[2], foreground, out.data<std::uint8_t>(),
+              [&](std::int64_t z, std::int64_t from, std::int64_t) {  // packed where the values are
+                return static_cast<const void*>(base + static_cast<std::size_t>(z * plane + from) * size);
+              });
+  return out;
 }
 
 bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width) {
   return mask.dtype() == DType::u8 && mask.shape().ndim() == 2 && mask.shape()[1] == foreground_plane_bytes(height, width);
 }
 
+void unpack_foreground(const std::uint8_t* bits, std::int64_t planes, std::int64_t height, std::int64_t width,
+                       std::uint8_t* to) {
+  const std::int64_t plane = height * width, row = foreground_plane_bytes(height, width);
+  detail::parallel_for(planes * row, [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t k = b; k < e; ++k) {
+      const std::int64_t z = k / row, first = (k % row) * 8, n = std::min<std::int64_t>(8, plane - first);
+      for (std::int64_t i = 0; i < n; ++i) to[z * plane + first + i] = (bits[k] >> i) & 1u;
+    }
+  }, 4096);
+}
+
 Array unpack_foreground(const Array& bits, std::int64_t height, std::int64_t width) {
   if (!is_foreground_bits(bits, height, width) || !bits.memory().is_host())
     throw ConfigError("unpack foreground: expected host bits [planes, " +
                       std::to_string(foreground_plane_bytes(height, width)) + "], got " + bits.shape().str());
-  const std::int64_t planes = bits.shape()[0], plane = height * width, row = bits.shape()[1];
-  Array out = Array::host(DType::u8, Shape(planes, height, width));
-  const std::uint8_t* in = bits.data<std::uint8_t>();
-  std::uint8_t* o = out.data<std::uint8_t>();
-  detail::parallel_for(planes * row, [&](std::int64_t b, std::int64_t e, int) {
-    for (std::int64_t k = b; k < e; ++k) {
-      const std::int64_t z = k / row, first = (k % row) * 8, n = std::min<std::int64_t>(8, plane - first);
-      for (std::int64_t i = 0; i < n; ++i) o[z * plane + first + i] = (in[k] >> i) & 1u;
-    }
-  }, 4096);
+  Array out = Array::host(DType::u8, Shape(bits.shape()[0], height, width));
+  unpack_foreground(bits.data<std::uint8_t>(), bits.shape()[0], height, width, out.data<std::uint8_t>());
   return out;
 }
 

@@ -80,6 +80,10 @@ void read_values(const ValueFetch& fetch, DType type, std::int64_t planes, std::
 [[nodiscard]] bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width);
 /// The u8 0/1 mask [planes, Y, X] of host foreground bits.
 [[nodiscard]] Array unpack_foreground(const Array& bits, std::int64_t height, std::int64_t width);
+/// The same from host bits (planes · foreground_plane_bytes(Y, X) bytes) into the host mask `to`
+/// (planes · Y · X bytes), e.g. straight into a slab.
+void unpack_foreground(const std::uint8_t* bits, std::int64_t planes, std::int64_t height, std::int64_t width,
+                       std::uint8_t* to);
 #if defined(WEFT_HAVE_CUDA)
 /// The same on a GPU: device bits (planes · foreground_plane_bytes(Y, X) bytes) into the device
 /// u8 mask `to` (planes · Y · X bytes), on `stream`.

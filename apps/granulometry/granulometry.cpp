@@ -2,6 +2,7 @@
 // Graph (tasks/morphology/slab_tasks.hpp): the volume split along z into slabs over every place
 // (GPUs of every rank, or CPUs), each slab read with its halo by the rank that computes it →
 // openings counting its own planes → curves summed per round (fan-in) → report sink on rank 0.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -263,14 +264,24 @@ int granulometry_main(int argc, char** argv) {
   const bool one_slab = workers == 1 && (o.slab_planes == 0 || o.slab_planes >= job.shape[0]) &&
                         (job.budget <= 0 || whole_bytes <= job.budget);
   if (max_size < 0 && !one_slab) max_size = derive_max_size(job);
-  const SlabPlan plan =
+  SlabPlan plan =
       max_size < 0 ? morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], 0, 1, 0, 0, 0)
                    : morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], morphology::halo_for(max_size),
                                             workers, o.slab_planes, job.budget,
                                             morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map,
                                                                              job.gpu));
-  logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}) on {} place(s), N = {}",
-                      job.shape.str(), plan.slabs(), plan.planes, plan.halo, plan.workers, max_size);
+  // The GPUs of one rank read their slabs in turns (one after the other at the rate of every
+  // core): the first slabs, which start their openings earlier, get more planes (slabs.hpp). Not
+  // with --median, whose reading filters on the host at another rate.
+  const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
+                                    [&](const Place& p) { return p.rank == job.places.front().rank; });
+  if (job.gpu && one_rank && o.median == 0 && max_size >= 0)
+    plan.read_cost = morphology::gpu_read_cost(job.element(), max_size,
+                                               static_cast<std::int64_t>(dtype_size(granulometry::input_dtype(o.input))));
+  logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
+                      job.shape.str(), plan.slabs(), plan.planes, plan.halo,
+                      plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,
+                      max_size);
 
   auto report = std::make_shared<granulometry::Report>();
   report->input = o.input.input;

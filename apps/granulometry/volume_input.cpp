@@ -69,6 +69,11 @@ Shape check_input(const VolumeInput& in) {
   return shape;
 }
 
+DType input_dtype(const VolumeInput& in) {
+  if (in.is_raw()) return parse_dtype(in.dtype, "--dtype");
+  return io::dataset_info(io::parse_dataset_ref(in.input)).dtype;
+}
+
 DirectSource direct_source(const VolumeInput& in) {
   DirectSource source;
   if (in.is_raw()) {

@@ -20,6 +20,8 @@ struct VolumeInput {
 /// Checks the input before anything runs (file, dataset, rank, dtype, size); returns its shape.
 /// Throws ConfigError naming the option and value.
 [[nodiscard]] Shape check_input(const VolumeInput& in);
+/// The input's value type (after check_input).
+[[nodiscard]] DType input_dtype(const VolumeInput& in);
 /// Where the input's values can be read without the HDF5 library, by pieces with pread on every
 /// core; found once per input: a RAW file or a contiguous HDF5 dataset (io::raw_extent: from byte
 /// `offset`), or a chunked dataset, whose chunks io::raw_chunks lists at each read when it can

@@ -80,15 +80,19 @@ class CurveSink final : public Task {
 
 struct Measure {
   double wall = 0, compute = 0;
+  std::vector<double> compute_each;  // each worker's openings (over every rank)
   std::vector<std::int64_t> curve;
   int slabs = 0, rounds = 0;
   std::int64_t planes = 0;
 };
 
 /// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them.
-morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget) {
-  return morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
-                                morphology::slab_bytes_per_voxel(e, last, false, true));
+/// `read_cost`: SlabPlan::read_cost (the app's gpu_read_cost when one rank holds every place; 0: no turns).
+morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, double read_cost) {
+  auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
+                                     morphology::slab_bytes_per_voxel(e, last, false, true));
+  plan.read_cost = read_cost;
+  return plan;
 }
 
 /// Foreground bits of planes [first, first + count) of the host volume, read as `weft granulometry`
@@ -216,8 +220,13 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   Measure m;
   const RunStats stats = run.stats();
   m.wall = stats.seconds;
+  m.compute_each.assign(static_cast<std::size_t>(plan.workers), 0.0);
   for (const auto& t : stats.tasks)
-    if (t.task.rfind("openings.", 0) == 0) m.compute = std::max(m.compute, t.busy_seconds);
+    if (t.task.rfind("openings.", 0) == 0) {
+      m.compute = std::max(m.compute, t.busy_seconds);
+      const auto i = static_cast<std::size_t>(std::stoi(t.task.substr(9)));
+      if (i < m.compute_each.size()) m.compute_each[i] = std::max(m.compute_each[i], t.busy_seconds);
+    }
   if (std::getenv("WEFT_SLABS_VERBOSE")) {  // every task's busy time on this rank, for the breakdown
     std::string line = "  rank " + std::to_string(env.rank()) + " (" + std::string(morphology::element_name(e)) + ", " +
                        std::to_string(places.size()) + " GPUs, wall " + std::to_string(stats.seconds) + " s):";
@@ -227,7 +236,11 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
     std::fflush(stdout);
   }
   // Under mpirun each rank sees its own workers' tasks: the slowest over every rank.
-  if (env.distributed()) MPI_Allreduce(MPI_IN_PLACE, &m.compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (env.distributed()) {
+    MPI_Allreduce(MPI_IN_PLACE, &m.compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, m.compute_each.data(), static_cast<int>(m.compute_each.size()), MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+  }
   m.curve = *total;
   m.slabs = plan.slabs();
   m.rounds = plan.rounds();
@@ -244,9 +257,9 @@ struct Emulated {
   std::vector<std::int64_t> own, curve;
 };
 
-Emulated emulate(const Array& volume, Element e, int last, int g, double budget) {
+Emulated emulate(const Array& volume, Element e, int last, int g, double budget, double read_cost) {
   const Shape& s = volume.shape();
-  const auto plan = plan_for(s, e, last, g, budget);
+  const auto plan = plan_for(s, e, last, g, budget, read_cost);
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -313,6 +326,7 @@ int main(int argc, char** argv) {
   const bool root = env.rank() == 0;
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
+  double read_cost = -1;  // -1: gpu_read_cost on one rank, 0 under mpirun
   bool emulated = false;
   std::string tag;  // appended to the results key (a run on other machines than the 4-GPU one)
   std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
@@ -326,6 +340,7 @@ int main(int argc, char** argv) {
     else if (a == "--repeats") repeats = std::max(1, std::stoi(next()));
     else if (a == "--emulate") emulated = true;
     else if (a == "--tag") tag = next();
+    else if (a == "--read-cost") read_cost = std::stod(next());
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
@@ -346,6 +361,10 @@ int main(int argc, char** argv) {
     bandwidth = bench::device_copy_bandwidth(stream);
     WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
   }
+  // The app's choice: the GPUs of one rank read in turns (slabs.hpp), not those of several ranks.
+  auto read_cost_for = [&](Element e) {
+    return read_cost >= 0 ? read_cost : env.size() == 1 ? morphology::gpu_read_cost(e, last, 1) : 0.0;
+  };
   if (emulated) {
     if (env.size() > 1) {
       if (root) std::fprintf(stderr, "--emulate runs on one rank\n");
@@ -360,7 +379,7 @@ int main(int argc, char** argv) {
       std::vector<std::int64_t> reference;
       for (const std::string& gtext : split(gpus_text)) {
         const int g = std::stoi(gtext);
-        const Emulated m = emulate(volume, e, last, g, budget);
+        const Emulated m = emulate(volume, e, last, g, budget, read_cost_for(e));
         const double slowest = *std::max_element(m.seconds.begin(), m.seconds.end());
         double sum = 0;
         std::string own;
@@ -408,7 +427,9 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places));
+        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), read_cost_for(e));
+        std::vector<std::int64_t> own_each;
+        for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
         // Warm: device pools (kept for the timed runs, given back after the last of them, so that
         // the next element or GPU count starts from empty pools), pinned host memory.
         (void)run_once(env, volume, e, last, plan, places, false);
@@ -433,6 +454,8 @@ int main(int argc, char** argv) {
         const double eff_gpu = base.compute > 0 && best.compute > 0 ? base.compute / (best.compute * g) : -1;
         const double eff_bound = base.wall / ((best.compute + read) * g);
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
+                    {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
+                    {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
                     {"wall_seconds", best.wall}, {"compute_seconds", best.compute}, {"floor_seconds", floor},
                     {"read_upload_seconds", read}, {"efficiency_wall_bound", eff_bound},
                     {"ratio", best.compute / floor}, {"efficiency_wall", eff_wall}, {"efficiency_compute", eff_gpu},
@@ -442,13 +465,13 @@ int main(int argc, char** argv) {
                       best.slabs, best.rounds, static_cast<long long>(best.planes), best.wall, best.compute, floor,
                       read, eff_wall, eff_bound, eff_gpu, best.curve == reference ? "" : "  CURVE DIFFERS"),
               std::fflush(stdout);
-        // The GPU targets are compute times: the efficiency of the slowest worker's compute
-        // (over every rank under mpirun), one target per element; the wall time's beside it.
+        // The target, one per element: the wall time's efficiency (reading, uploads and
+        // openings, as a user's run), the slowest worker's compute efficiency beside it.
         if (g == 4 && size == 2048 && eff_gpu > 0) {
           const std::string key = std::string("parallel_efficiency_2048_") + (env.size() > 1 ? "4ranks_" : "4gpu_") + name;
-          targets[key] = {{"value", eff_gpu}, {"goal", 0.85}, {"met", eff_gpu >= 0.85},
-                          {"basis", "compute (slowest GPU)"}, {"efficiency_wall", eff_wall},
-                          {"efficiency_wall_bound", eff_bound}};
+          targets[key] = {{"value", eff_wall}, {"goal", 0.85}, {"met", eff_wall >= 0.85},
+                          {"basis", "wall (T1 / (4 T4), reading included)"}, {"efficiency_compute", eff_gpu},
+                          {"efficiency_wall_bound", eff_bound}, {"read_cost", plan.read_cost}};
         }
       } catch (const std::exception& ex) {
         row["error"] = ex.what();
@@ -467,7 +490,11 @@ int main(int argc, char** argv) {
                                    "read the same way into pinned chunks, uploaded and unpacked by a hand-written "
                                    "loop, every worker at once (slowest worker); efficiency_wall_bound: "
                                    "T1 wall / (g (compute + read_upload)), the wall efficiency of a run whose "
-                                   "reading overlaps no opening"}};
+                                   "reading overlaps no opening; read_cost > 0 (one rank): the workers read their "
+                                   "slabs in turns, each slab's leading halo taken from the slab before, and "
+                                   "the first slabs, which start their openings earlier, get more planes "
+                                   "(own_planes_each), so that the slowest worker's compute is longer than in "
+                                   "an even split by design"}};
   // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
   const std::string suffix = (env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "") + (tag.empty() ? "" : "_" + tag);
   merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix, targets);

@@ -3,8 +3,10 @@
 // first pass's maximum distance equal the whole volume's, computed in one piece.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +115,61 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
       EXPECT_EQ(record->spectrum, whole.spectrum) << what;
       EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << what;
     }
+  }
+}
+
+TEST(SlabGraph, WorkersOfOneRankReadInTurnsAndShareTheirHalos) {
+  // Three workers on this rank's CPU, the slabs balanced for reads in turns: the curve and the size
+  // map are the whole volume's, and a halo plane is read at most twice (once where the slab before
+  // kept it for the next one in time; which happens depends on the timing).
+  if (env->size() > 1) GTEST_SKIP() << "one rank's workers";
+  const std::vector<Place> places(3, Place::host(0));
+  for (Element e : {Element::octahedron, Element::ball}) {
+    const int last = 2;  // halo 6: the halos between slabs 0 | 1 and 1 | 2 do not meet
+    auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last), 3, 0, 0, 0);
+    plan.read_cost = 0.05;
+    ASSERT_TRUE(plan.balanced());
+    ASSERT_GT(morphology::shared_planes(plan, 0).second, morphology::shared_planes(plan, 0).first);
+    ASSERT_GT(morphology::shared_planes(plan, 1).second, morphology::shared_planes(plan, 1).first);
+    std::mutex mutex;
+    std::vector<int> reads(static_cast<std::size_t>(kShape[0]), 0);
+    morphology::MaskReader counting = [&](std::int64_t first, std::int64_t count) {
+      {
+        const std::lock_guard lock(mutex);
+        for (auto z = first; z < first + count; ++z) ++reads[static_cast<std::size_t>(z)];
+      }
+      return read_bits(first, count);
+    };
+    auto record = std::make_shared<Record>();
+    record->size_map.zero();
+    Graph g;
+    const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, counting,
+                                                         2 * kShape[1] * kShape[2]);  // chunks of 2 planes
+    auto& sink = g.add<RecordSink>(plan, record);
+    g.connect(slabs.remaining, sink.remaining);
+    g.connect(slabs.spectrum, sink.spectrum);
+    for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
+    Executor ex({.channel_capacity = 2});
+    ex.run(g, map_slabs(g, places)).wait();
+    const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
+    EXPECT_EQ(record->remaining, whole.remaining) << morphology::element_name(e);
+    EXPECT_EQ(record->spectrum, whole.spectrum) << morphology::element_name(e);
+    EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0);
+    for (std::int64_t z = 0; z < kShape[0]; ++z) {
+      bool shared = false;
+      for (std::int64_t s = 0; s + 1 < plan.workers; ++s) {
+        const auto seg = morphology::shared_planes(plan, s);
+        shared = shared || (z >= seg.first && z < seg.second);
+      }
+      EXPECT_GE(reads[static_cast<std::size_t>(z)], 1) << z;
+      EXPECT_LE(reads[static_cast<std::size_t>(z)], shared ? 2 : 1) << z;  // the slabs' halos meet nowhere
+    }
+    std::int64_t read = 0, planned = 0;
+    for (int r : reads) read += r;
+    for (int w = 0; w < plan.workers; ++w) planned += plan.slab(0, w).read_planes();
+    std::printf("%s: %lld planes read of the slabs' %lld (the rest taken from the slab before)\n",
+                std::string(morphology::element_name(e)).c_str(), static_cast<long long>(read),
+                static_cast<long long>(planned));
   }
 }
 

@@ -109,6 +109,107 @@ TEST(SlabPlan, OneRoundIsBalancedForTheHaloSides) {
   EXPECT_FALSE(morphology::plan_slabs(50, 8, 8, 102, 4, 0, 0, 0).balanced());
 }
 
+TEST(SlabPlan, ReadsInTurnsGiveTheFirstSlabsMorePlanes) {
+  // 2048 planes over 4 GPUs, N = 50 (halo 102, edge cost 25), reading one plane costing 0.047
+  // planes of openings: slab i starts once [0, end_i + 102) is read, and every slab's work
+  // own_i + sides_i · 25 + 0.047 · min(2048, end_i + 102) is the same.
+  auto plan = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 0, 0, 0);
+  plan.read_cost = 0.047;
+  ASSERT_TRUE(plan.balanced());
+  std::vector<double> work;
+  std::vector<std::int64_t> own;
+  std::int64_t next = 0;
+  for (int w = 0; w < 4; ++w) {
+    const morphology::Slab s = plan.slab(0, w);
+    EXPECT_EQ(s.first, next);
+    EXPECT_EQ(s.read_first, std::max<std::int64_t>(0, s.first - 102));
+    EXPECT_EQ(s.read_end, std::min<std::int64_t>(2048, s.end + 102));
+    EXPECT_LE(s.read_planes(), 512 + 2 * 102);  // the memory budget's slab
+    own.push_back(s.end - s.first);
+    work.push_back(static_cast<double>(s.end - s.first) + (w == 0 || w == 3 ? 25 : 50) +
+                   0.047 * static_cast<double>(std::min<std::int64_t>(2048, s.end + 102)));
+    next = s.end;
+  }
+  EXPECT_EQ(next, 2048);
+  for (double w : work) EXPECT_NEAR(w, work[0], 1.5);
+  EXPECT_GT(own[0], own[3]);  // the first slab starts earliest: more planes than the other end slab
+  EXPECT_GT(own[1], own[2]);
+  EXPECT_NEAR(static_cast<double>(own[0]), 558, 2);  // (2048 + 6 · 25 + 0.047 Σ reads) / 4 − 25 − ...
+  // Two workers are balanced too (both end slabs: by their reads alone).
+  auto two = morphology::plan_slabs(2048, 8, 8, 102, 2, 0, 0, 0);
+  two.read_cost = 0.047;
+  ASSERT_TRUE(two.balanced());
+  EXPECT_GT(two.slab(0, 0).end, 1024);
+  // No balance where a slab would read more than the budget's slab, or over several rounds.
+  auto heavy = morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 0, 0);
+  heavy.read_cost = 5;
+  EXPECT_FALSE(heavy.balanced() && heavy.slab(0, 0).end - heavy.slab(0, 0).first > 512 + 102);
+  auto rounds = morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 64.0 * 400 * 10, 10);
+  rounds.read_cost = 0.047;
+  EXPECT_FALSE(rounds.balanced());
+}
+
+TEST(SlabPieces, SharedHalosAreCutAlikeOnBothSidesAndReadLast) {
+  for (std::int64_t own : {std::int64_t{0}, std::int64_t{9}}) {
+    auto plan = morphology::plan_slabs(61, 5, 4, 8, 3, own, 0, 0);  // 3 workers, halo 8; own 9: 3 rounds
+    if (own == 0) plan.read_cost = 0.05;
+    const std::int64_t slabs = std::int64_t{plan.rounds()} * plan.workers;
+    for (std::int64_t s = 0; s < slabs; ++s) {
+      const auto pieces = morphology::slab_pieces(plan, s, 3);
+      const morphology::Slab slab = plan.slab(static_cast<int>(s / 3), static_cast<int>(s % 3));
+      if (slab.empty()) {
+        EXPECT_TRUE(pieces.empty());
+        continue;
+      }
+      // The pieces cover the slab's planes once, at most 3 planes each; the kept ones come before the taken ones.
+      std::vector<int> seen(61, 0);
+      bool taking = false;
+      for (const auto& p : pieces) {
+        EXPECT_LE(p.end - p.first, 3);
+        for (auto z = p.first; z < p.end; ++z) ++seen[static_cast<std::size_t>(z)];
+        if (p.take) taking = true;
+        else EXPECT_FALSE(taking) << "a piece after the shared lead";
+      }
+      for (std::int64_t z = 0; z < 61; ++z)
+        EXPECT_EQ(seen[static_cast<std::size_t>(z)], z >= slab.read_first && z < slab.read_end ? 1 : 0) << s << " " << z;
+      // What it keeps is exactly what the next slab takes, cut the same way.
+      std::vector<std::pair<std::int64_t, std::int64_t>> kept, taken;
+      for (const auto& p : pieces)
+        if (p.keep) kept.emplace_back(p.first, p.end);
+      for (const auto& p : morphology::slab_pieces(plan, s + 1, 3))
+        if (p.take) taken.emplace_back(p.first, p.end);
+      EXPECT_EQ(kept, taken) << "slab " << s;
+      const auto shared = morphology::shared_planes(plan, s);
+      if (shared.second > shared.first) {
+        EXPECT_EQ(shared.first, plan.slab(static_cast<int>((s + 1) / 3), static_cast<int>((s + 1) % 3)).read_first);
+        EXPECT_EQ(shared.second, slab.read_end);
+        EXPECT_FALSE(kept.empty());
+      }
+    }
+    EXPECT_EQ(morphology::slab_pieces(plan, 0, 0),
+              (std::vector<morphology::SlabPiece>{{0, plan.slab(0, 0).read_end, false, false}}));
+  }
+  // Slabs thinner than their halo share nothing (the overlaps would meet).
+  const auto thin = morphology::plan_slabs(20, 5, 4, 8, 4, 2, 0, 0);
+  for (std::int64_t s = 0; s < 10; ++s) EXPECT_EQ(morphology::shared_planes(thin, s), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+}
+
+TEST(HaloShare, TakesWhatWasKeptOnceAndDropsOldRounds) {
+  morphology::HaloShare share;
+  Array a = Array::host(DType::u8, Shape(2, 3));
+  a.zero();
+  share.keep(0, 10, 14, a, 2);
+  EXPECT_FALSE(share.take(10, 13).has_value());
+  const auto got = share.take(10, 14);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->raw(), a.raw());  // the same host array, not a copy
+  EXPECT_FALSE(share.take(10, 14).has_value());
+  share.keep(1, 20, 24, a, 2);
+  share.keep(4, 50, 54, a, 2);  // slab 1 is more than a round (2 slabs) before slab 4: dropped
+  EXPECT_FALSE(share.take(20, 24).has_value());
+  EXPECT_TRUE(share.take(50, 54).has_value());
+}
+
 TEST(SlabPlaces, OnePlacePerPhysicalGpuSpreadOverTheRanksThatSeeIt) {
   Cluster shared;  // mpirun -np 4 on one host, every rank seeing the 4 GPUs
   for (int r = 0; r < 4; ++r) {

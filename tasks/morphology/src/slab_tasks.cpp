@@ -44,11 +44,63 @@ void check_planes(const SlabPlanes& p, const Array& mask, const std::string& tas
 
 }  // namespace
 
-SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes)
+namespace {
+/// Slab number s of the plan (empty past its rounds).
+Slab slab_number(const SlabPlan& plan, std::int64_t s) {
+  if (s < 0 || s >= std::int64_t{plan.rounds()} * plan.workers) return {};
+  return plan.slab(static_cast<int>(s / plan.workers), static_cast<int>(s % plan.workers));
+}
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> shared_planes(const SlabPlan& plan, std::int64_t s) {
+  const Slab a = slab_number(plan, s), b = slab_number(plan, s + 1);
+  if (a.empty() || b.empty() || b.read_first >= a.read_end || b.read_first < a.read_first) return {0, 0};
+  const std::pair<std::int64_t, std::int64_t> seg{b.read_first, a.read_end};
+  if (const Slab before = slab_number(plan, s - 1); !before.empty() && before.read_end > seg.first) return {0, 0};
+  if (const Slab after = slab_number(plan, s + 2); !after.empty() && after.read_first < seg.second) return {0, 0};
+  return seg;
+}
+
+void HaloShare::keep(std::int64_t slab, std::int64_t first, std::int64_t end, Array bits, int workers) {
+  const std::lock_guard lock(mutex_);
+  std::erase_if(entries_, [&](const auto& e) { return e.second.slab < slab - workers; });
+  entries_.insert_or_assign({first, end}, Entry{slab, std::move(bits)});
+}
+
+std::optional<Array> HaloShare::take(std::int64_t first, std::int64_t end) {
+  const std::lock_guard lock(mutex_);
+  const auto it = entries_.find({first, end});
+  if (it == entries_.end()) return std::nullopt;
+  Array bits = std::move(it->second.bits);
+  entries_.erase(it);
+  return bits;
+}
+
+std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::int64_t chunk_planes) {
+  const Slab slab = slab_number(plan, s);
+  if (slab.empty()) return {};
+  if (chunk_planes <= 0) return {{slab.read_first, slab.read_end, false, false}};
+  const auto lead = s > 0 ? shared_planes(plan, s - 1) : std::pair<std::int64_t, std::int64_t>{0, 0};
+  const auto trail = shared_planes(plan, s);
+  const bool has_lead = lead.second > lead.first, has_trail = trail.second > trail.first;
+  std::vector<SlabPiece> out;
+  auto add = [&](std::int64_t first, std::int64_t end, bool take, bool keep) {
+    for (std::int64_t at = first; at < end; at += chunk_planes)
+      out.push_back({at, std::min(end, at + chunk_planes), take, keep});
+  };
+  add(has_lead ? lead.second : slab.read_first, has_trail ? trail.first : slab.read_end, false, false);
+  if (has_trail) add(trail.first, trail.second, false, true);
+  if (has_lead) add(lead.first, lead.second, true, false);
+  return out;
+}
+
+SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
+                       std::shared_ptr<HaloShare> share)
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
-      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)) {}
+      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)) {}
 
 Array SlabSource::read(std::int64_t first, std::int64_t count) const {
+  const ReadTurn turn(number_);
   Array m = reader_(first, count);
   const bool bits = is_foreground_bits(m, plan_.height, plan_.width) && m.shape()[0] == count;
   if (!bits && (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count ||
@@ -59,20 +111,27 @@ Array SlabSource::read(std::int64_t first, std::int64_t count) const {
 }
 
 void SlabSource::run(Context& ctx) {
-  if (next_ < 0) {  // a new slab
+  if (next_ >= pieces_.size()) {  // a new slab
     if (round_ == plan_.rounds()) return ctx.end_stream();
+    number_ = std::int64_t{round_} * plan_.workers + worker_;
     current_ = plan_.slab(round_++, worker_);
     if (current_.empty()) {  // past the volume: a 1-plane empty mask
+      pieces_.clear();
+      next_ = 0;
       Array m = Array::host(DType::u8, Shape(1, 1, 1));
       m.zero();
       return send(ctx, std::move(m), 0, 0);
     }
-    next_ = current_.read_first;
+    pieces_ = slab_pieces(plan_, number_, chunk_planes_);
+    next_ = 0;
   }
-  const std::int64_t first = next_;
-  const std::int64_t count = chunk_planes_ > 0 ? std::min(chunk_planes_, current_.read_end - first) : current_.read_planes();
-  next_ = first + count < current_.read_end ? first + count : -1;
-  send(ctx, read(first, count), first, first + count);
+  const SlabPiece piece = pieces_[next_++];
+  std::optional<Array> m;
+  if (piece.take && share_) m = share_->take(piece.first, piece.end);
+  if (!m) m = read(piece.first, piece.end - piece.first);
+  if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))
+    share_->keep(number_, piece.first, piece.end, *m, plan_.workers);
+  send(ctx, std::move(*m), piece.first, piece.end);
 }
 
 void SlabSource::send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end) {
@@ -101,10 +160,15 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
     throw ConfigError(name() + ": chunk of planes [" + std::to_string(c0) + ", " + std::to_string(c1) + ") with mask " +
                       m.shape().str() + " outside the slab's planes [" + std::to_string(p[2]) + ", " +
                       std::to_string(p[3]) + ") of " + std::to_string(height_) + " x " + std::to_string(width_));
-  if (c0 == p[2]) slab_ = ctx.alloc(DType::u8, Shape(p[3] - p[2], height_, width_));
-  if (slab_.empty())
+  if (slab_.empty()) {  // the slab's first chunk to come
+    slab_ = ctx.alloc(DType::u8, Shape(p[3] - p[2], height_, width_));
+    assembling_ = p;
+    received_ = 0;
+  } else if (assembling_ != p) {
     throw ConfigError(name() + ": chunk [" + std::to_string(c0) + ", " + std::to_string(c1) +
-                      ") arrived before its slab's first chunk");
+                      ") of another slab before the planes [" + std::to_string(assembling_[2]) + ", " +
+                      std::to_string(assembling_[3]) + ") were all received");
+  }
   const std::size_t plane = static_cast<std::size_t>(height_ * width_);
   auto* to = static_cast<std::uint8_t*>(slab_.raw()) + static_cast<std::size_t>(c0 - p[2]) * plane;
   (void)gpu;
@@ -122,7 +186,8 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
     else
       std::memcpy(to, m.raw(), m.bytes());
   }
-  if (c1 == p[3]) {  // the last chunk: the slab goes on
+  received_ += c1 - c0;
+  if (received_ == p[3] - p[2]) {  // every plane came: the slab goes on
     ctx.put(mask, std::move(slab_));
     slab_ = Array();
     ctx.put(slab, std::move(p));
@@ -262,9 +327,10 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   SlabGraph out{sum.remaining, sum.spectrum, {}};
   const std::int64_t plane = plan.height * plan.width;
   const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;  // planes
+  const auto share = std::make_shared<HaloShare>();
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share);
     auto& upload = graph.add<SlabUpload>("upload." + id, plan.height, plan.width);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
     graph.connect(source.mask, upload.mask_in);

@@ -8,13 +8,58 @@
 
 namespace weft::morphology {
 
+std::vector<std::int64_t> SlabPlan::read_boundaries() const {
+  // Work of slab i: own_i + sides_i e + ρ min(D, end_i + h). For a common work T, each own_i
+  // follows from end_{i-1}; the last slab takes what remains, and its work falls as T grows.
+  const double d = static_cast<double>(depth), h = static_cast<double>(halo), e = static_cast<double>(edge_cost);
+  const double rho = read_cost;
+  auto ends = [&](double t, std::vector<double>& end) {  // returns the last slab's work minus t
+    end.assign(static_cast<std::size_t>(workers), 0);
+    double at = 0;
+    for (int i = 0; i + 1 < workers; ++i) {
+      const double sides = i == 0 ? 1 : 2;
+      double own = (t - sides * e - rho * (at + h)) / (1 + rho);
+      if (at + own + h > d) own = t - sides * e - rho * d;
+      at += own;
+      end[static_cast<std::size_t>(i)] = at;
+    }
+    end.back() = d;
+    return (d - at) + (workers > 1 ? e : 0) + rho * d - t;
+  };
+  std::vector<double> end;
+  double lo = 0, hi = 2 * (d + 2 * e + rho * d) + 1;
+  for (int k = 0; k < 100; ++k) {
+    const double t = 0.5 * (lo + hi);
+    (ends(t, end) > 0 ? lo : hi) = t;
+  }
+  (void)ends(0.5 * (lo + hi), end);
+  std::vector<std::int64_t> out{0};
+  for (double x : end) out.push_back(std::clamp<std::int64_t>(std::llround(x), 0, depth));
+  out.back() = depth;
+  return out;
+}
+
+bool SlabPlan::read_balanced() const {
+  if (read_cost <= 0 || workers < 2 || rounds() != 1) return false;
+  const std::vector<std::int64_t> b = read_boundaries();
+  for (int i = 0; i < workers; ++i) {
+    const std::int64_t first = b[static_cast<std::size_t>(i)], end = b[static_cast<std::size_t>(i) + 1];
+    if (end <= first) return false;
+    // No more planes read than an unbalanced slab with both halos (the memory budget planned for).
+    if (std::min(depth, end + halo) - std::max<std::int64_t>(0, first - halo) > planes + 2 * halo) return false;
+  }
+  return true;
+}
+
 bool SlabPlan::balanced() const {
+  if (read_balanced()) return true;
   return workers > 2 && edge_cost > 0 && rounds() == 1 && depth - 2 * edge_cost >= workers;
 }
 
 std::int64_t SlabPlan::boundary(int i) const {
   if (i <= 0) return 0;
   if (i >= workers) return depth;
+  if (read_balanced()) return read_boundaries()[static_cast<std::size_t>(i)];
   // Work per slab t = (depth + (2W − 2) e) / W: end slabs own t − e planes, middle ones t − 2e.
   const double e = static_cast<double>(edge_cost);
   const double t = (static_cast<double>(depth) + (2.0 * workers - 2.0) * e) / workers;
@@ -38,6 +83,13 @@ Slab SlabPlan::slab(int round, int worker) const {
   out.read_first = std::max<std::int64_t>(0, out.first - halo);
   out.read_end = std::min(depth, out.end + halo);
   return out;
+}
+
+double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept {
+  constexpr double kReadSecondsPerByte = 1.0 / 110e9;
+  const double per_size = element == Element::cube ? 5.0e-12 : 3.8e-12;
+  const double sizes = std::max(1, max_size + 1);
+  return static_cast<double>(std::max<std::int64_t>(1, value_bytes)) * kReadSecondsPerByte / (per_size * sizes);
 }
 
 double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept {

@@ -26,6 +26,9 @@
 namespace weft::morphology {
 namespace {
 
+thread_local std::int64_t read_turn = 0;  // ReadTurn of this thread
+std::int64_t current_read_turn() { return read_turn; }
+
 template <class T, class Keep>
 Array mask_where(const Array& volume, Keep keep) {
   Array out = Array::host(DType::u8, volume.shape());
@@ -128,7 +131,10 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// reader, one rank's 4 readers took 0.18-0.25 s for the 4 slabs of a 2048^3 volume on a 4xH200
 /// host, where 4 ranks, one reader each, took 0.09-0.12 s: granulometry_slabs_bench at 5edceba,
 /// docs/status.md.) A call's pieces are taken by the
-/// pool's threads and by the calling thread itself; calls are served in the order they come.
+/// pool's threads and by the calling thread itself. The pool's threads serve the calls in the order
+/// of their turn (ReadTurn of the calling thread; 0 without one), then of their arrival: the slab
+/// readers of a rank read one slab after the other at the rate of every core, so that the first
+/// GPU starts its openings after its own slab's read rather than after all of them.
 class ReadPool {
  public:
   static ReadPool& get() {
@@ -140,10 +146,12 @@ class ReadPool {
   /// (the pieces not yet started are then skipped).
   void run(std::int64_t count, const std::function<void(std::int64_t)>& body) {
     if (count <= 0) return;
-    auto job = std::make_shared<Job>(count, body);
+    auto job = std::make_shared<Job>(count, body, current_read_turn());
     {
       const std::lock_guard lock(mutex_);
-      jobs_.push_back(job);
+      // After every call of the same or an earlier turn.
+      const auto at = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->turn > job->turn; });
+      jobs_.insert(at, job);
     }
     wake_.notify_all();
     work(*job);
@@ -154,8 +162,9 @@ class ReadPool {
 
  private:
   struct Job {
-    Job(std::int64_t n, const std::function<void(std::int64_t)>& b) : count(n), body(b) {}
+    Job(std::int64_t n, const std::function<void(std::int64_t)>& b, std::int64_t t) : count(n), turn(t), body(b) {}
     const std::int64_t count;
+    const std::int64_t turn;
     const std::function<void(std::int64_t)>& body;
     std::atomic<std::int64_t> next{0};
     std::atomic<bool> failed{false};
@@ -192,11 +201,10 @@ class ReadPool {
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return !jobs_.empty(); });
+        // The calls whose every piece is taken leave; the first of the others (lowest turn) is served.
+        std::erase_if(jobs_, [](const auto& j) { return j->next.load() >= j->count; });
+        if (jobs_.empty()) continue;
         job = jobs_.front();
-        if (job->next.load() >= job->count) {  // every piece taken: the next call's turn
-          jobs_.pop_front();
-          continue;
-        }
       }
       work(*job);
     }
@@ -237,6 +245,9 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 }
 
 }  // namespace
+
+ReadTurn::ReadTurn(std::int64_t turn) : previous_(read_turn) { read_turn = turn; }
+ReadTurn::~ReadTurn() { read_turn = previous_; }
 
 void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
                           std::int64_t width, Foreground foreground, std::uint8_t* bits) {

@@ -16,7 +16,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/graph/graph.hpp"
@@ -41,11 +44,55 @@ using SlabPlanes = std::vector<std::int64_t>;
 /// add_slab_granulometry: 256 MiB, 64 planes of 2048² voxels.
 inline constexpr std::int64_t kSlabChunkBytes = std::int64_t{256} << 20;
 
+/// Planes read by both slab s and slab s + 1 (slabs numbered round · workers + worker), which the
+/// first reads and the second takes from it when both are read in one process (HaloShare): the
+/// halo between them, [read_first of s + 1, read_end of s). Empty (0, 0) when they do not
+/// overlap, or when that overlap meets the one before or after it (slabs thinner than their halo).
+[[nodiscard]] std::pair<std::int64_t, std::int64_t> shared_planes(const SlabPlan& plan, std::int64_t s);
+
+/// One read of a slab's source: planes [first, end); `take`: shared with the slab before (taken
+/// from it when it read them), `keep`: shared with the next slab (kept for it).
+struct SlabPiece {
+  std::int64_t first = 0, end = 0;
+  bool take = false, keep = false;
+  bool operator==(const SlabPiece&) const = default;
+};
+
+/// The reads of slab s of the plan in chunks of at most `chunk_planes` planes (0: the whole slab in
+/// one), in their order: the planes it alone reads, then those it shares with the next slab, then
+/// those it shares with the slab before (which, read first, has most likely read them by then).
+/// Empty for a slab past the volume. The shared planes are cut into the same pieces on both sides.
+[[nodiscard]] std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::int64_t chunk_planes);
+
+/// The foreground bits of shared_planes that one slab's source read, kept in its process for the
+/// source of the next slab (the same host arrays, not copied): the halo planes are read once per
+/// process instead of twice. One per graph, shared by its sources; entries older than a round are
+/// dropped (those whose next slab is read by another rank).
+class HaloShare {
+ public:
+  void keep(std::int64_t slab, std::int64_t first, std::int64_t end, Array bits, int workers);
+  [[nodiscard]] std::optional<Array> take(std::int64_t first, std::int64_t end);
+
+ private:
+  struct Entry {
+    std::int64_t slab;
+    Array bits;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Entry> entries_;
+};
+
 /// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the
-/// volume), whole or (chunk_planes > 0) in chunks of that many planes, each with its 6 SlabPlanes.
+/// volume), whole or (chunk_planes > 0) in chunks of at most that many planes, each with its 6
+/// SlabPlanes. Reads are made under ReadTurn(slab number), so that the sources of one process
+/// read their slabs one after the other. In chunks, a slab's planes are read in three parts:
+/// those it alone reads, then the halo it shares with the next slab (kept in `share`), then the
+/// one it shares with the slab before (taken from `share` when that slab's source has read it,
+/// else read).
 class SlabSource final : public Task {
  public:
-  SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0);
+  SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0,
+             std::shared_ptr<HaloShare> share = nullptr);
   Out<Array> mask = output<Array>("mask", DType::u8);  // u8 mask or foreground bits, as the reader gives
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
   void run(Context& ctx) override;
@@ -57,16 +104,19 @@ class SlabSource final : public Task {
   int worker_;
   MaskReader reader_;
   std::int64_t chunk_planes_ = 0;
+  std::shared_ptr<HaloShare> share_;
   int round_ = 0;
-  Slab current_;            // the slab being sent in chunks
-  std::int64_t next_ = -1;  // its next plane to read; -1: none in progress
+  Slab current_;               // the slab being sent in chunks
+  std::int64_t number_ = 0;    // its number (round · workers + worker)
+  std::vector<SlabPiece> pieces_;  // its chunks, in reading order (slab_pieces)
+  std::size_t next_ = 0;       // the next of them; pieces_.size(): none in progress
 };
 
 /// Placed with its worker's openings, so that the runtime copies each slab (or chunk) to that
 /// device while the current slab computes. A whole slab is handed on unchanged (unpacked there if
-/// it came as foreground bits); chunks are copied (or unpacked) into a slab on the place and the
-/// slab is handed on with its last chunk (the firings before put nothing: a routing task, whose
-/// slabs are numbered by round again).
+/// it came as foreground bits); chunks, in any order, are copied (or unpacked) into a slab on the
+/// place and the slab is handed on once all its planes came (the firings before put nothing: a
+/// routing task, whose slabs are numbered by round again).
 class SlabUpload final : public Task {
  public:
   /// height, width: the volume's Y and X (what foreground bits unpack to).
@@ -85,7 +135,9 @@ class SlabUpload final : public Task {
  private:
   void assemble(Context& ctx, bool gpu);
   std::int64_t height_, width_;
-  Array slab_;  // the slab being assembled from chunks
+  Array slab_;                   // the slab being assembled from chunks (which come in any order)
+  SlabPlanes assembling_;        // its planes
+  std::int64_t received_ = 0;    // planes of it received
 };
 
 /// Openings of one slab, counting its own planes: remaining(n) and spectrum(n) for n = 0..N,

@@ -4,6 +4,7 @@
 /// on each side, clamped at the volume's faces, as wide as the largest element needs for the
 /// counts to be exact (granulometry_driver.hpp proves it).
 #include <cstdint>
+#include <vector>
 
 #include "weft/tasks/morphology/element.hpp"
 
@@ -23,6 +24,13 @@ struct Slab {
 /// instead: a slab computes its own planes plus about `edge_cost` planes' worth of work for each
 /// side with a halo (the distances on the halo, the openings of size n on n planes beyond), so the
 /// two end slabs, with one such side, get `edge_cost` more own planes than the others.
+///
+/// With `read_cost` > 0 (the workers of one process, whose readers take turns: ReadTurn), a single
+/// round of two or more slabs is also balanced for the reading: slab i starts its openings once
+/// slabs 0..i are read, the planes [0, end_i + halo) (a slab's leading halo comes from the slab
+/// before: add_slab_granulometry), so slab i gets the own planes that make
+/// own_i + sides_i · edge_cost + read_cost · min(depth, end_i + halo) equal for every i: the first
+/// slabs, which start early, get more planes than the last ones.
 struct SlabPlan {
   std::int64_t depth = 0;   ///< Z of the volume
   std::int64_t height = 0;  ///< Y
@@ -31,17 +39,29 @@ struct SlabPlan {
   std::int64_t planes = 1;  ///< own planes per slab
   int workers = 1;
   std::int64_t edge_cost = 0;  ///< planes of work one halo side adds (balances a single round)
+  double read_cost = 0;        ///< planes of openings that reading one plane costs (0: reads not in turns)
 
   [[nodiscard]] int slabs() const { return static_cast<int>((depth + planes - 1) / planes); }
   [[nodiscard]] int rounds() const { return (slabs() + workers - 1) / workers; }
   [[nodiscard]] Slab slab(int round, int worker) const;
-  /// Whether slab() balances the slabs of the single round by `edge_cost` (more than 2 workers,
-  /// and every middle slab keeps at least one own plane).
+  /// Whether slab() balances the slabs of the single round: by `read_cost` and `edge_cost` (2 or
+  /// more workers, when every slab keeps an own plane and reads no more planes than a slab of
+  /// `planes` with both halos), else by `edge_cost` alone (more than 2 workers, every middle slab
+  /// keeping an own plane).
   [[nodiscard]] bool balanced() const;
 
  private:
   [[nodiscard]] std::int64_t boundary(int i) const;  ///< first own plane of worker i's balanced slab
+  [[nodiscard]] bool read_balanced() const;
+  /// First own plane of every slab by the read_cost balance, and depth: workers + 1 values.
+  [[nodiscard]] std::vector<std::int64_t> read_boundaries() const;
 };
+
+/// SlabPlan::read_cost for GPU places, from the rates measured on a 4×H200 host
+/// (granulometry_slabs_bench, docs/status.md): values read from host memory at about 110 GB/s and
+/// packed to bits, openings up to `max_size` at about 3.8 ps per voxel and size for octahedra and
+/// balls, 5.0 for cubes (sizes 1..N + 1).
+[[nodiscard]] double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept;
 
 /// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses
 /// the opening N + 1): 2 (N + 1), the distance transform reaching n planes further than the

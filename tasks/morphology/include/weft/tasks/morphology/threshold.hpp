@@ -31,6 +31,21 @@ using Foreground = std::optional<double>;
   return (height * width + 7) / 8;
 }
 
+/// The readers below fetch their pieces on the process's reading threads, one per core, shared by
+/// every reader. While a ReadTurn lives, the calls of its thread are served after those of lower
+/// turns (calls without one have turn 0), then in their order of arrival: the slab readers of a
+/// rank, each under its slab's number, read one slab after the other at the rate of every core.
+class ReadTurn {
+ public:
+  explicit ReadTurn(std::int64_t turn);
+  ~ReadTurn();
+  ReadTurn(const ReadTurn&) = delete;
+  ReadTurn& operator=(const ReadTurn&) = delete;
+
+ private:
+  std::int64_t previous_;
+};
+
 /// Puts values [voxel, voxel + voxels) of the planes being read (voxel 0: the first plane's first
 /// voxel) in `to`; called from several threads at once, each piece at most a few MB.
 using ValueFetch = std::function<void(std::int64_t voxel, std::int64_t voxels, void* to)>;

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
@@ -399,6 +401,46 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
   EXPECT_THROW(morphology::read_foreground_bits_chunked([](std::int64_t, void*) {}, DType::u8, {3, 4, 6, 0, 1, 2, 3}, 0,
                                                         1, 7, 16, {}, out.data()),
                ConfigError);
+}
+
+TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
+  // A long read under turn 5 keeps every reading thread busy; a short one under turn 0 arrives:
+  // the pool's threads take its pieces at once (more than its own thread reads it) and it ends
+  // long before the other.
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pool is the caller alone";
+  std::atomic<bool> long_done{false};
+  auto slow = [](std::int64_t, std::int64_t voxels, void* to) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::memset(to, 1, static_cast<std::size_t>(voxels));
+  };
+  const std::int64_t long_planes = 200 * static_cast<std::int64_t>(std::thread::hardware_concurrency());
+  constexpr std::int64_t kPlane = 512 * 512;  // one piece of the readers per plane
+  std::vector<std::uint8_t> long_out(static_cast<std::size_t>(long_planes * kPlane)), short_out(40 * kPlane);
+  std::thread other([&] {
+    const morphology::ReadTurn turn(5);
+    morphology::read_values(slow, DType::u8, long_planes, 512, 512, long_out.data());
+    long_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  std::mutex mutex;
+  std::vector<std::thread::id> readers;
+  {
+    const morphology::ReadTurn turn(0);
+    morphology::read_values(
+        [&](std::int64_t v, std::int64_t n, void* to) {
+          slow(v, n, to);
+          const std::lock_guard lock(mutex);
+          readers.push_back(std::this_thread::get_id());
+        },
+        DType::u8, 40, 512, 512, short_out.data());
+  }
+  EXPECT_FALSE(long_done.load());
+  other.join();
+  std::sort(readers.begin(), readers.end());
+  EXPECT_EQ(readers.size(), 40u);
+  EXPECT_GE(std::unique(readers.begin(), readers.end()) - readers.begin(), 2);
+  EXPECT_TRUE(std::all_of(short_out.begin(), short_out.end(), [](std::uint8_t b) { return b == 1; }));
+  EXPECT_TRUE(std::all_of(long_out.begin(), long_out.end(), [](std::uint8_t b) { return b == 1; }));
 }
 
 }  // namespace

@@ -196,7 +196,7 @@ double budget_for(const Environment& env, const std::vector<Place>& places) {
 /// One run of the slab graph over `plan` (plan_for the places); `trim`: give the device pools back
 /// after it (else the next run of the same configuration reuses them, as the warm-up intends).
 Measure run_once(const Environment& env, const Array& volume, Element e, int last, const morphology::SlabPlan& plan,
-                 const std::vector<Place>& places, bool trim) {
+                 const std::vector<Place>& places, bool trim, std::int64_t read_chunk) {
   const Shape& s = volume.shape();
   // The reading of a worker's first slab overlaps only its own transfers (chunk by chunk; its GPU
   // waits for the whole slab).
@@ -207,7 +207,7 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   };
   auto total = std::make_shared<std::vector<std::int64_t>>();
   Graph g;
-  const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader);
+  const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader, read_chunk);
   auto& sink = g.add<CurveSink>(plan.workers, total);
   g.connect(slabs.remaining, sink.remaining);
   g.connect(slabs.spectrum, sink.spectrum);
@@ -327,6 +327,7 @@ int main(int argc, char** argv) {
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
   double read_cost = -1;  // -1: gpu_read_cost on one rank, 0 under mpirun
+  std::int64_t read_chunk = morphology::kSlabChunkBytes;  // voxels a slab's source reads at a time
   bool emulated = false;
   std::string tag;  // appended to the results key (a run on other machines than the 4-GPU one)
   std::string gpus_text = "1,2,4", elements_text = "octahedron,cube,ball";
@@ -341,6 +342,7 @@ int main(int argc, char** argv) {
     else if (a == "--emulate") emulated = true;
     else if (a == "--tag") tag = next();
     else if (a == "--read-cost") read_cost = std::stod(next());
+    else if (a == "--read-chunk") read_chunk = std::stoll(next());
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
@@ -432,10 +434,10 @@ int main(int argc, char** argv) {
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
         // Warm: device pools (kept for the timed runs, given back after the last of them, so that
         // the next element or GPU count starts from empty pools), pinned host memory.
-        (void)run_once(env, volume, e, last, plan, places, false);
+        (void)run_once(env, volume, e, last, plan, places, false, read_chunk);
         Measure best;
         for (int r = 0; r < repeats; ++r) {
-          Measure m = run_once(env, volume, e, last, plan, places, r + 1 == repeats);
+          Measure m = run_once(env, volume, e, last, plan, places, r + 1 == repeats, read_chunk);
           if (r == 0 || m.wall < best.wall) best = m;
         }
         // The read phase alone, by hand (best of 2): the wall a run gets if reading does not overlap.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -141,7 +142,7 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 class ReadPool {
  public:
   static ReadPool& get() {
-    static ReadPool* pool = new ReadPool(worker_count_hint());  // never destroyed: its threads outlive main
+    static ReadPool* pool = new ReadPool(threads());  // never destroyed: its threads outlive main
     return *pool;
   }
 
@@ -177,6 +178,18 @@ class ReadPool {
     std::int64_t done = 0;  // pieces ended (guarded by mutex)
     std::exception_ptr error;
   };
+
+  /// WEFT_READ_THREADS, else one per core.
+  static int threads() {
+    if (const char* v = std::getenv("WEFT_READ_THREADS"); v && *v) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < 1 || n > 4096)
+        throw ConfigError("WEFT_READ_THREADS: expected a number of threads from 1 to 4096, got '" + std::string(v) + "'");
+      return static_cast<int>(n);
+    }
+    return worker_count_hint();
+  }
 
   explicit ReadPool(int threads) {
     for (int i = 0; i < threads; ++i) std::thread([this] { loop(); }).detach();

@@ -1,6 +1,8 @@
 // Foreground selection: fixed threshold, non-zero, Otsu (histogram, between-class variance).
 #include "weft/tasks/morphology/threshold.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -22,6 +24,7 @@
 #endif
 
 #include "parallel.hpp"
+#include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::morphology {
@@ -179,7 +182,13 @@ class ReadPool {
     std::exception_ptr error;
   };
 
-  /// WEFT_READ_THREADS, else one per core.
+  /// WEFT_READ_THREADS, else three quarters of the CPUs this process may use, shared with the
+  /// other ranks of its host: the rest is left to the threads that the runtime runs beside the
+  /// readers (a GPU task's thread waits on its events spinning). With a thread per core on a
+  /// 4xH200 host (64 cores) a piece's thread was often descheduled and every call waited for it:
+  /// the four slab readers of a rank barely took turns (busy 0.051 / 0.059 / 0.060 / 0.062 s, cube);
+  /// with 48, 0.033 / 0.042 / 0.055 / 0.063 s, and the 4-GPU wall 0.683 -> 0.671 s (octahedron
+  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428).
   static int threads() {
     if (const char* v = std::getenv("WEFT_READ_THREADS"); v && *v) {
       char* end = nullptr;
@@ -188,7 +197,19 @@ class ReadPool {
         throw ConfigError("WEFT_READ_THREADS: expected a number of threads from 1 to 4096, got '" + std::string(v) + "'");
       return static_cast<int>(n);
     }
-    return worker_count_hint();
+    int cpus = worker_count_hint();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = CPU_COUNT(&set);
+    int on_host = 1;
+    if (const Environment* env = Environment::current(); env && env->distributed()) {
+      const auto& ranks = env->cluster().ranks;
+      const auto me = static_cast<std::size_t>(env->rank());
+      if (me < ranks.size())
+        on_host = static_cast<int>(std::count_if(ranks.begin(), ranks.end(),
+                                                 [&](const RankInfo& r) { return r.host == ranks[me].host; }));
+    }
+    return std::max(1, cpus * 3 / 4 / std::max(1, on_host));
   }
 
   explicit ReadPool(int threads) {

@@ -86,7 +86,7 @@ Slab SlabPlan::slab(int round, int worker) const {
 }
 
 double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept {
-  constexpr double kReadSecondsPerByte = 1.0 / 110e9;
+  constexpr double kReadSecondsPerByte = 1.0 / 90e9;
   const double per_size = element == Element::cube ? 5.0e-12 : 3.8e-12;
   const double sizes = std::max(1, max_size + 1);
   return static_cast<double>(std::max<std::int64_t>(1, value_bytes)) * kReadSecondsPerByte / (per_size * sizes);

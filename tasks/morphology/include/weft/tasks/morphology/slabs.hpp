@@ -58,9 +58,11 @@ struct SlabPlan {
 };
 
 /// SlabPlan::read_cost for GPU places, from the rates measured on a 4×H200 host
-/// (granulometry_slabs_bench, docs/status.md): values read from host memory at about 110 GB/s and
-/// packed to bits, openings up to `max_size` at about 3.8 ps per voxel and size for octahedra and
-/// balls, 5.0 for cubes (sizes 1..N + 1).
+/// (granulometry_slabs_bench at 0328428, docs/status.md): one slab's values read from host memory
+/// at about 90 GB/s by its turn's reading threads and packed to bits (2.77 GB in 0.030 s), openings
+/// up to `max_size` at about 3.8 ps per voxel and size for octahedra and balls, 5.0 for cubes
+/// (sizes 1..N + 1). The slabs' costs also depend on their content (sizes beyond a slab's largest
+/// distance are skipped), which no such model sees: a few percent either way.
 [[nodiscard]] double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept;
 
 /// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses

@@ -219,8 +219,11 @@ int granulometry_main(int argc, char** argv) {
              "pattern spectrum). The volume is split along z into slabs over every GPU of every rank\n"
              "(or one CPU per rank with --devices cpu), each read with a halo of 2(N+1) planes by the\n"
              "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
-             "curve is the same whatever the places. Without --max-size, a first pass over the slabs\n"
-             "finds the largest distance to the background (hence N)."))
+             "GPUs of one rank read their slabs in turns on the rank's reading threads (WEFT_READ_THREADS,\n"
+             "default three quarters of its CPUs), the halo two slabs share read once; the first slabs,\n"
+             "whose openings start earlier, get more planes. The curve is the same whatever the places.\n"
+             "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
+             "background (hence N)."))
     return 0;
   const Environment* env = Environment::current();
   const bool root = !env || env->rank() == 0;

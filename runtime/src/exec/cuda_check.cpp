@@ -39,6 +39,14 @@ std::int64_t resident_blocks(const void* kernel, int threads, std::size_t shared
   return resident;
 }
 
+bool chained_launches() noexcept {
+  static const bool on = [] {
+    const char* v = std::getenv("WEFT_CHAINED_LAUNCH");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 void check_launch(const char* kernel, cudaStream_t stream, std::source_location where) {
   detail::check_cuda(cudaGetLastError(), kernel, where);
   static const bool debug_sync = [] {

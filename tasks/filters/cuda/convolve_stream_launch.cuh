@@ -35,8 +35,10 @@ template <int R, int kRows, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
     convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w,
                            const float* weights, int border, bool aligned) {
+  weft::allow_next_grid();
   const StreamStrip s = stream_strip<R, kRows>(e, aligned);
   if (s.y0 >= e.ny) return;  // whole warps (blockDim.x = 32)
+  weft::wait_for_prior_grid();
   if (s.inside && s.small_plane && border == kClamp)
     convolve_inside_strip<R, kRows, kClamp>(src, dst, e, w, blockIdx.z, s.y0, s.xs);
   else if (s.inside && s.small_plane && border == kMirror)
@@ -60,8 +62,10 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 :
   constexpr int kRing = kAsync ? kStreamWarps * (kAhead + 1) * kRingSlot : 1;
   __shared__ __align__(16) T ring[kRing];
   const int warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
+  weft::allow_next_grid();
   const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * rows;
   if (y0 >= e.ny) return;  // whole warps
+  weft::wait_for_prior_grid();
   const int y = static_cast<int>(y0), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
   const bool edge = warp_x - R < 0 || warp_x + 32 * kStreamColumns + R > e.nx;
   T* mine = kAsync ? ring + threadIdx.y * (kAhead + 1) * kRingSlot : nullptr;
@@ -86,8 +90,8 @@ void full_rows(const T* src, T* dst, device::Extent e, const float* h_kernel, co
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const device::StreamLaunch l = device::stream_launch(src, dst, e, kRows);
-  device::convolve_stream_kernel<R, kRows><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, d_kernel, border,
-                                                                                  l.aligned);
+  weft::launch_chained(device::convolve_stream_kernel<R, kRows, T>, l.grid, l.block, 0, stream, src, dst, e, w,
+                       d_kernel, border, l.aligned);
   check_launch("convolve_stream_kernel", stream);
 }
 
@@ -126,7 +130,8 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const int h = roll_rows<R, kAhead, kAsync, T>(e, rows);
   const device::StreamLaunch l = device::stream_launch(src, dst, e, h);
-  device::convolve_roll_kernel<R, kAhead, kAsync><<<l.grid, l.block, 0, stream>>>(src, dst, e, w, border, h);
+  weft::launch_chained(device::convolve_roll_kernel<R, kAhead, kAsync, T>, l.grid, l.block, 0, stream, src, dst, e, w,
+                       border, h);
   check_launch("convolve_roll_kernel", stream);
 }
 

@@ -116,7 +116,9 @@ __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* d
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
   const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
   const int y0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
+  weft::allow_next_grid();
   if (x0 >= nx || y0 >= ny) return;
+  weft::wait_for_prior_grid();
   const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
   median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
 }
@@ -182,12 +184,10 @@ void launch_aligned(const void* in, void* out, device::Extent e, int border, cud
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  if (border == device::kMirror)
-    device::median3_aligned_kernel<T, kRows, device::kMirror>
-        <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
-  else
-    device::median3_aligned_kernel<T, kRows, device::kClamp>
-        <<<g.grid, g.block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
+  // Chained: its blocks take the SMs as the kernel before leaves them (filters.json, "chained").
+  weft::launch_chained(border == device::kMirror ? device::median3_aligned_kernel<T, kRows, device::kMirror>
+                                                 : device::median3_aligned_kernel<T, kRows, device::kClamp>,
+                       g.grid, g.block, 0, stream, static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   check_launch("median3_aligned_kernel", stream);
 }
 

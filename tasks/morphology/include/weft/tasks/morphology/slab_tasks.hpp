@@ -67,7 +67,9 @@ struct SlabPiece {
 /// The foreground bits of shared_planes that one slab's source read, kept in its process for the
 /// source of the next slab (the same host arrays, not copied): the halo planes are read once per
 /// process instead of twice. One per graph, shared by its sources; entries older than a round are
-/// dropped (those whose next slab is read by another rank).
+/// dropped. A slab whose next slab is read by another rank keeps its halo's bits all the same
+/// (the source does not know where the next one runs): at most one halo (2 · halo planes of bits)
+/// per worker and round, held until a round later or the graph's end.
 class HaloShare {
  public:
   void keep(std::int64_t slab, std::int64_t first, std::int64_t end, Array bits, int workers);

@@ -295,6 +295,42 @@ TEST_F(FiltersGpu, EverySeparableMethodMatchesAndFusedEqualsTwoPass) {
         }
 }
 
+// Chained launches (weft::launch_chained): each kernel reads what the one before it on the stream
+// wrote, with no synchronisation between them; a kernel touching memory before its wait for the
+// previous grid would read a half-written image. Medians (exact) and one-tap convolutions (exact
+// copies of a neighbour) chained eight times against the CPU applied eight times.
+TEST_F(FiltersGpu, ChainedLaunchesSeeTheKernelBefore) {
+  const Shape s(512, 1024);
+  for (const char* method : {"aligned2", "aligned8"}) {
+    Array host = test::random_array(DType::u8, s, 256.0, 31);
+    Array a = to_device(host), b = Array::device(DType::u8, s, 0, stream_);
+    for (int k = 0; k < 8; ++k) {
+      gpu::launch_median(a.raw(), b.raw(), DType::u8, 1, s[0], s[1], 3, false, Border::clamp, stream_, method);
+      std::swap(a, b);
+      const std::vector<double> ref = test::median_reference(host, 3, Border::clamp);
+      for (std::int64_t i = 0; i < host.size(); ++i) host.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(ref[i]);
+    }
+    const Array out = to_host(a);
+    ASSERT_EQ(std::memcmp(out.raw(), host.raw(), host.bytes()), 0) << method;
+  }
+  const std::vector<float> tap = {0, 0, 0, 0, 0, 1, 0, 0, 0};  // one neighbour along x
+  for (const char* method : {"rollq", "rolls", "stream4"}) {
+    Array host = test::random_array(DType::f32, s, 1000.0, 37);
+    Array a = to_device(host), b = Array::device(DType::f32, s, 0, stream_);
+    const Array d_k = to_device(
+        Array::wrap(DType::f32, Shape(static_cast<std::int64_t>(tap.size())), const_cast<float*>(tap.data())));
+    for (int k = 0; k < 8; ++k) {
+      gpu::launch_convolve(a.raw(), b.raw(), DType::f32, 1, s[0], s[1], tap.data(), d_k.data<float>(), 3,
+                           Border::clamp, stream_, method);
+      std::swap(a, b);
+      const std::vector<double> ref = test::convolve_reference(host, {tap.begin(), tap.end()}, 3, Border::clamp);
+      for (std::int64_t i = 0; i < host.size(); ++i) host.data<float>()[i] = static_cast<float>(ref[i]);
+    }
+    const Array out = to_host(a);
+    ASSERT_EQ(std::memcmp(out.raw(), host.raw(), host.bytes()), 0) << method;
+  }
+}
+
 TEST_F(FiltersGpu, UnknownMethodsAreRejected) {
   const Array d = to_device(test::random_array(DType::u8, Shape(8, 8), 256.0, 1));
   Array out = Array::device(DType::u8, Shape(8, 8), 0, stream_);

@@ -187,6 +187,9 @@ void SlabUpload::assemble(Context& ctx, bool gpu) {
       std::memcpy(to, m.raw(), m.bytes());
   }
   received_ += c1 - c0;
+  if (received_ > p[3] - p[2])
+    throw ConfigError(name() + ": more planes than the slab's " + std::to_string(p[3] - p[2]) +
+                      " received (a chunk came twice)");
   if (received_ == p[3] - p[2]) {  // every plane came: the slab goes on
     ctx.put(mask, std::move(slab_));
     slab_ = Array();

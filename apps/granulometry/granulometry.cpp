@@ -67,10 +67,11 @@ double parse_bytes(const std::string& text, const char* option = "--device-memor
 /// they come where the file allows it and no median is asked (read_foreground_direct, from the
 /// input's DirectSource found once); else read (read_planes, with the median's margin where the
 /// volume has planes: the median clamps at the volume's faces only), filtered, cropped, then packed.
-morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphology::ThresholdRule rule) {
+morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphology::ThresholdRule rule,
+                                   const granulometry::DirectSource& source) {
   const morphology::Foreground foreground =
       rule.kind == morphology::ThresholdRule::value ? morphology::Foreground(rule.threshold) : std::nullopt;
-  return [o, shape, foreground, source = granulometry::direct_source(o.input)](std::int64_t first, std::int64_t count) {
+  return [o, shape, foreground, source](std::int64_t first, std::int64_t count) {
     if (o.median == 0)
       if (auto bits = granulometry::read_foreground_direct(source, shape, first, count, foreground))
         return std::move(*bits);
@@ -252,7 +253,8 @@ int granulometry_main(int argc, char** argv) {
   job.common = common;
   job.shape = granulometry::check_input(o.input);
   const morphology::ThresholdRule resolved = resolve_threshold(o, rule);
-  job.reader = mask_reader(o, job.shape, resolved);
+  const granulometry::DirectSource source = granulometry::direct_source(o.input);
+  job.reader = mask_reader(o, job.shape, resolved, source);
   const Cluster local{{local_devices(0)}};
   const Cluster& cluster = env ? env->cluster() : local;
   job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
@@ -279,8 +281,8 @@ int granulometry_main(int argc, char** argv) {
   const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
                                     [&](const Place& p) { return p.rank == job.places.front().rank; });
   if (job.gpu && one_rank && o.median == 0 && max_size >= 0)
-    plan.read_cost = morphology::gpu_read_cost(job.element(), max_size,
-                                               static_cast<std::int64_t>(dtype_size(granulometry::input_dtype(o.input))));
+    plan.read_cost =
+        morphology::gpu_read_cost(job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)));
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

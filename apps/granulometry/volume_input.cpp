@@ -69,11 +69,6 @@ Shape check_input(const VolumeInput& in) {
   return shape;
 }
 
-DType input_dtype(const VolumeInput& in) {
-  if (in.is_raw()) return parse_dtype(in.dtype, "--dtype");
-  return io::dataset_info(io::parse_dataset_ref(in.input)).dtype;
-}
-
 DirectSource direct_source(const VolumeInput& in) {
   DirectSource source;
   if (in.is_raw()) {
@@ -87,7 +82,11 @@ DirectSource direct_source(const VolumeInput& in) {
     source.kind = DirectSource::contiguous;
     source.offset = extent->offset;
     source.dtype = extent->dtype;
-  } else if (const io::DatasetInfo info = io::dataset_info(source.ref); info.chunk.size() == 3) {
+    return source;
+  }
+  const io::DatasetInfo info = io::dataset_info(source.ref);
+  source.dtype = info.dtype;
+  if (info.chunk.size() == 3) {
     source.kind = DirectSource::chunked;  // io::raw_chunks decides each read (filters, allocation)
     source.chunk_width = info.chunk[2];
   }
@@ -110,15 +109,23 @@ morphology::ChunkGrid grid_of(const io::RawChunks& c) {
   return {c.chunk[0], c.chunk[1], c.chunk[2], c.first_row, c.rows, c.per_y, c.per_x};
 }
 
+/// Whether planes [first, first + count) of `source` can be read without the library; for a
+/// chunked source, their chunks into `chunks` (io::raw_chunks refuses some).
+bool direct_chunks(const DirectSource& source, std::int64_t first, std::int64_t count,
+                   std::optional<io::RawChunks>& chunks) {
+  if (source.kind == DirectSource::none) return false;
+  if (source.kind == DirectSource::chunked) chunks = io::raw_chunks(source.ref, first, count);
+  return source.kind != DirectSource::chunked || chunks.has_value();
+}
+
 }  // namespace
 
 std::optional<Array> read_values_direct(const DirectSource& source, const Shape& shape, std::int64_t first,
                                         std::int64_t count) {
-  if (source.kind == DirectSource::none) return std::nullopt;
   std::optional<io::RawChunks> chunks;
-  if (source.kind == DirectSource::chunked && !(chunks = io::raw_chunks(source.ref, first, count))) return std::nullopt;
+  if (!direct_chunks(source, first, count, chunks)) return std::nullopt;
   const io::RawFile file(source.ref.file);
-  Array out = Array::host(chunks ? chunks->dtype : source.dtype, Shape(count, shape[1], shape[2]));
+  Array out = Array::host(source.dtype, Shape(count, shape[1], shape[2]));
   if (chunks)
     morphology::read_values_chunked([&](std::int64_t k, void* to) { file.read_chunk(*chunks, k, to); }, chunks->dtype,
                                     grid_of(*chunks), first, count, shape[1], shape[2], out.raw());
@@ -130,11 +137,10 @@ std::optional<Array> read_values_direct(const DirectSource& source, const Shape&
 
 std::optional<Array> read_foreground_direct(const DirectSource& source, const Shape& shape, std::int64_t first,
                                             std::int64_t count, morphology::Foreground foreground) {
-  if (source.kind == DirectSource::none ||
-      (source.kind == DirectSource::chunked && !morphology::chunked_bits_fit(shape[2], source.chunk_width)))
+  if (source.kind == DirectSource::chunked && !morphology::chunked_bits_fit(shape[2], source.chunk_width))
     return std::nullopt;  // chunk rows that would not start on bytes of bits: values, then packing
   std::optional<io::RawChunks> chunks;
-  if (source.kind == DirectSource::chunked && !(chunks = io::raw_chunks(source.ref, first, count))) return std::nullopt;
+  if (!direct_chunks(source, first, count, chunks)) return std::nullopt;
   const io::RawFile file(source.ref.file);
   if (!chunks)
     return morphology::read_foreground_bits(contiguous_fetch(file, source, shape, first), source.dtype, count, shape[1],

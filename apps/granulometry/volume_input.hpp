@@ -20,8 +20,6 @@ struct VolumeInput {
 /// Checks the input before anything runs (file, dataset, rank, dtype, size); returns its shape.
 /// Throws ConfigError naming the option and value.
 [[nodiscard]] Shape check_input(const VolumeInput& in);
-/// The input's value type (after check_input).
-[[nodiscard]] DType input_dtype(const VolumeInput& in);
 /// Where the input's values can be read without the HDF5 library, by pieces with pread on every
 /// core; found once per input: a RAW file or a contiguous HDF5 dataset (io::raw_extent: from byte
 /// `offset`), or a chunked dataset, whose chunks io::raw_chunks lists at each read when it can
@@ -31,7 +29,7 @@ struct DirectSource {
   enum Kind : std::uint8_t { none, contiguous, chunked } kind = none;
   io::DatasetRef ref;         ///< the file (and dataset) read; a RAW file's path in ref.file
   std::int64_t offset = 0;    ///< contiguous: byte of the first value
-  DType dtype = DType::u8;    ///< contiguous: the values' type (chunked: io::raw_chunks tells)
+  DType dtype = DType::u8;    ///< the values' type
   std::int64_t chunk_width = 0;  ///< chunked: X of a chunk
 };
 [[nodiscard]] DirectSource direct_source(const VolumeInput& in);

@@ -184,7 +184,7 @@ void launch_aligned(const void* in, void* out, device::Extent e, int border, cud
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
-  // Chained: its blocks take the SMs as the kernel before leaves them (filters.json, "chained").
+  // Chained: its blocks take the SMs as the kernel before leaves them (bench/filters/NOTES.md).
   weft::launch_chained(border == device::kMirror ? device::median3_aligned_kernel<T, kRows, device::kMirror>
                                                  : device::median3_aligned_kernel<T, kRows, device::kClamp>,
                        g.grid, g.block, 0, stream, static_cast<const T*>(in), static_cast<T*>(out), nx, ny);

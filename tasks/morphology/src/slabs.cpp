@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "weft/util/error.hpp"
 
 namespace weft::morphology {
 
-std::vector<std::int64_t> SlabPlan::read_boundaries() const {
+std::optional<std::vector<std::int64_t>> SlabPlan::read_boundaries() const {
+  if (read_cost <= 0 || workers < 2 || rounds() != 1) return std::nullopt;
   // Work of slab i: own_i + sides_i e + ρ min(D, end_i + h). For a common work T, each own_i
   // follows from end_{i-1}; the last slab takes what remains, and its work falls as T grows.
   const double d = static_cast<double>(depth), h = static_cast<double>(halo), e = static_cast<double>(edge_cost);
@@ -36,30 +38,24 @@ std::vector<std::int64_t> SlabPlan::read_boundaries() const {
   std::vector<std::int64_t> out{0};
   for (double x : end) out.push_back(std::clamp<std::int64_t>(std::llround(x), 0, depth));
   out.back() = depth;
+  for (int i = 0; i < workers; ++i) {
+    const std::int64_t first = out[static_cast<std::size_t>(i)], last = out[static_cast<std::size_t>(i) + 1];
+    if (last <= first) return std::nullopt;
+    // No more planes read than an unbalanced slab with both halos (the memory budget planned for).
+    if (std::min(depth, last + halo) - std::max<std::int64_t>(0, first - halo) > planes + 2 * halo) return std::nullopt;
+  }
   return out;
 }
 
-bool SlabPlan::read_balanced() const {
-  if (read_cost <= 0 || workers < 2 || rounds() != 1) return false;
-  const std::vector<std::int64_t> b = read_boundaries();
-  for (int i = 0; i < workers; ++i) {
-    const std::int64_t first = b[static_cast<std::size_t>(i)], end = b[static_cast<std::size_t>(i) + 1];
-    if (end <= first) return false;
-    // No more planes read than an unbalanced slab with both halos (the memory budget planned for).
-    if (std::min(depth, end + halo) - std::max<std::int64_t>(0, first - halo) > planes + 2 * halo) return false;
-  }
-  return true;
-}
-
 bool SlabPlan::balanced() const {
-  if (read_balanced()) return true;
+  if (read_boundaries()) return true;
   return workers > 2 && edge_cost > 0 && rounds() == 1 && depth - 2 * edge_cost >= workers;
 }
 
 std::int64_t SlabPlan::boundary(int i) const {
   if (i <= 0) return 0;
   if (i >= workers) return depth;
-  if (read_balanced()) return read_boundaries()[static_cast<std::size_t>(i)];
+  if (const auto b = read_boundaries()) return (*b)[static_cast<std::size_t>(i)];
   // Work per slab t = (depth + (2W − 2) e) / W: end slabs own t − e planes, middle ones t − 2e.
   const double e = static_cast<double>(edge_cost);
   const double t = (static_cast<double>(depth) + (2.0 * workers - 2.0) * e) / workers;

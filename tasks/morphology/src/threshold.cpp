@@ -129,9 +129,9 @@ void pack_values(const void* v, DType type, std::int64_t n, const Foreground& fo
 /// Voxels of a piece that one thread fetches and packs (a multiple of 8; 1 MB of f32).
 constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 
-/// One thread per core, started on first use and kept, that every reader of the process shares:
-/// a rank reading the slabs of its 4 GPUs at once runs one reading thread per core, not 4 per
-/// core, and makes no thread nor buffer per call. (With a thread per core and per call for each
+/// Reading threads (threads() of them), started on first use and kept, that every reader of the
+/// process shares: a rank reading the slabs of its 4 GPUs runs one set of reading threads, not one
+/// per reader, and makes no thread nor buffer per call. (With a thread per core and per call for each
 /// reader, one rank's 4 readers took 0.18-0.25 s for the 4 slabs of a 2048^3 volume on a 4xH200
 /// host, where 4 ranks, one reader each, took 0.09-0.12 s: granulometry_slabs_bench at 5edceba,
 /// docs/status.md.) A call's pieces are taken by the
@@ -141,13 +141,15 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// GPU starts its openings after its own slab's read rather than after all of them. A pool thread
 /// chooses again whenever a call arrives (one that stayed on its call until every piece was taken
 /// let the 4 slab readers of a 4xH200 rank take their turns barely at all: each was busy 0.06 s,
-/// granulometry_slabs_bench at f50db0a).
+/// printed by granulometry_slabs_bench at f50db0a, WEFT_SLABS_VERBOSE=1).
 class ReadPool {
  public:
   static ReadPool& get() {
     static ReadPool* pool = new ReadPool(threads());  // never destroyed: its threads outlive main
     return *pool;
   }
+
+  [[nodiscard]] int threads_started() const { return threads_; }
 
   /// Runs body(k) for k in [0, count), on the pool and the calling thread; rethrows the first error
   /// (the pieces not yet started are then skipped).
@@ -188,7 +190,8 @@ class ReadPool {
   /// 4xH200 host (64 cores) a piece's thread was often descheduled and every call waited for it:
   /// the four slab readers of a rank barely took turns (busy 0.051 / 0.059 / 0.060 / 0.062 s, cube);
   /// with 48, 0.033 / 0.042 / 0.055 / 0.063 s, and the 4-GPU wall 0.683 -> 0.671 s (octahedron
-  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428).
+  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428, printed, not
+  /// kept).
   static int threads() {
     if (const char* v = std::getenv("WEFT_READ_THREADS"); v && *v) {
       char* end = nullptr;
@@ -212,7 +215,7 @@ class ReadPool {
     return std::max(1, cpus * 3 / 4 / std::max(1, on_host));
   }
 
-  explicit ReadPool(int threads) {
+  explicit ReadPool(int threads) : threads_(threads) {
     for (int i = 0; i < threads; ++i) std::thread([this] { loop(); }).detach();
   }
 
@@ -258,6 +261,7 @@ class ReadPool {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;
   std::atomic<std::uint64_t> arrivals_{0};  // calls so far
+  const int threads_;
 };
 
 }  // namespace
@@ -290,6 +294,8 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 }
 
 }  // namespace
+
+int read_threads() { return ReadPool::get().threads_started(); }
 
 ReadTurn::ReadTurn(std::int64_t turn) : previous_(read_turn) { read_turn = turn; }
 ReadTurn::~ReadTurn() { read_turn = previous_; }

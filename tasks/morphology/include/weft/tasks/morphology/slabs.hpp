@@ -4,6 +4,7 @@
 /// on each side, clamped at the volume's faces, as wide as the largest element needs for the
 /// counts to be exact (granulometry_driver.hpp proves it).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "weft/tasks/morphology/element.hpp"
@@ -52,14 +53,16 @@ struct SlabPlan {
 
  private:
   [[nodiscard]] std::int64_t boundary(int i) const;  ///< first own plane of worker i's balanced slab
-  [[nodiscard]] bool read_balanced() const;
-  /// First own plane of every slab by the read_cost balance, and depth: workers + 1 values.
-  [[nodiscard]] std::vector<std::int64_t> read_boundaries() const;
+  /// First own plane of every slab by the read_cost balance, and depth (workers + 1 values); none
+  /// where that balance does not apply (read_cost 0, one worker, several rounds) or would leave a
+  /// slab without own planes or above the budget's slab.
+  [[nodiscard]] std::optional<std::vector<std::int64_t>> read_boundaries() const;
 };
 
 /// SlabPlan::read_cost for GPU places, from the rates measured on a 4×H200 host
-/// (granulometry_slabs_bench at 0328428, docs/status.md): one slab's values read from host memory
-/// at about 90 GB/s by its turn's reading threads and packed to bits (2.77 GB in 0.030 s), openings
+/// (granulometry_slabs_bench, docs/status.md): one slab's values read from host memory at about
+/// 90 GB/s by its turn's reading threads and packed to bits (2.77 GB in 0.030 s at 0328428,
+/// printed, not kept), openings
 /// up to `max_size` at about 3.8 ps per voxel and size for octahedra and balls, 5.0 for cubes
 /// (sizes 1..N + 1). The slabs' costs also depend on their content (sizes beyond a slab's largest
 /// distance are skipped), which no such model sees: a few percent either way.

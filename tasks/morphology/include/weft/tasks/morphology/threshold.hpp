@@ -31,10 +31,11 @@ using Foreground = std::optional<double>;
   return (height * width + 7) / 8;
 }
 
-/// The readers below fetch their pieces on the process's reading threads, one per core, shared by
-/// every reader. While a ReadTurn lives, the calls of its thread are served after those of lower
-/// turns (calls without one have turn 0), then in their order of arrival: the slab readers of a
-/// rank, each under its slab's number, read one slab after the other at the rate of every core.
+/// The readers below fetch their pieces on the process's reading threads (read_threads() of them,
+/// and the calling thread), shared by every reader. While a ReadTurn lives, the calls of its
+/// thread are served after those of lower turns (calls without one have turn 0), then in their
+/// order of arrival: the slab readers of a rank, each under its slab's number, read one slab after
+/// the other at the rate of all the reading threads.
 class ReadTurn {
  public:
   explicit ReadTurn(std::int64_t turn);
@@ -45,6 +46,10 @@ class ReadTurn {
  private:
   std::int64_t previous_;
 };
+
+/// The process's reading threads: WEFT_READ_THREADS, else three quarters of the CPUs it may use,
+/// shared with the other ranks of its host (started on first use).
+[[nodiscard]] int read_threads();
 
 /// Puts values [voxel, voxel + voxels) of the planes being read (voxel 0: the first plane's first
 /// voxel) in `to`; called from several threads at once, each piece at most a few MB.

@@ -403,11 +403,11 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
                ConfigError);
 }
 
-TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
-  // A long read under turn 5 keeps every reading thread busy; a short one under turn 0 arrives:
-  // the pool's threads take its pieces at once (more than its own thread reads it) and it ends
-  // long before the other.
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pool is the caller alone";
+/// A long read under ReadTurn(long_turn, long_order) keeps every reading thread busy; a short one
+/// under ReadTurn(short_turn, short_order) arrives: the pool's threads take its pieces at once (more
+/// than its own thread reads it) and it ends long before the other.
+void expect_served_first(std::int64_t long_turn, std::int64_t long_order, std::int64_t short_turn,
+                         std::int64_t short_order) {
   std::atomic<bool> long_done{false};
   auto slow = [](std::int64_t, std::int64_t voxels, void* to) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -417,7 +417,7 @@ TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
   constexpr std::int64_t kPlane = 512 * 512;  // one piece of the readers per plane
   std::vector<std::uint8_t> long_out(static_cast<std::size_t>(long_planes * kPlane)), short_out(40 * kPlane);
   std::thread other([&] {
-    const morphology::ReadTurn turn(5);
+    const morphology::ReadTurn turn(long_turn, long_order);
     morphology::read_values(slow, DType::u8, long_planes, 512, 512, long_out.data());
     long_done = true;
   });
@@ -425,7 +425,7 @@ TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
   std::mutex mutex;
   std::vector<std::thread::id> readers;
   {
-    const morphology::ReadTurn turn(0);
+    const morphology::ReadTurn turn(short_turn, short_order);
     morphology::read_values(
         [&](std::int64_t v, std::int64_t n, void* to) {
           slow(v, n, to);
@@ -441,6 +441,17 @@ TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
   EXPECT_GE(std::unique(readers.begin(), readers.end()) - readers.begin(), 2);
   EXPECT_TRUE(std::all_of(short_out.begin(), short_out.end(), [](std::uint8_t b) { return b == 1; }));
   EXPECT_TRUE(std::all_of(long_out.begin(), long_out.end(), [](std::uint8_t b) { return b == 1; }));
+}
+
+TEST(ReadTurns, TheReadingThreadsServeALowerTurnAsSoonAsItComes) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pool is the caller alone";
+  expect_served_first(5, 0, 0, 0);
+}
+
+TEST(ReadTurns, WithinATurnALowerOrderIsServedFirstWhicheverCameFirst) {
+  // A reader's next piece read ahead (order k + 1) must not hold back its current one (order k).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pool is the caller alone";
+  expect_served_first(2, 7, 2, 6);
 }
 
 }  // namespace

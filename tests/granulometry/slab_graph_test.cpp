@@ -3,11 +3,14 @@
 // first pass's maximum distance equal the whole volume's, computed in one piece.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -171,6 +174,48 @@ TEST(SlabGraph, WorkersOfOneRankReadInTurnsAndShareTheirHalos) {
                 std::string(morphology::element_name(e)).c_str(), static_cast<long long>(read),
                 static_cast<long long>(planned));
   }
+}
+
+TEST(SlabGraph, ASourceReadsItsNextChunkWhileItWaitsForTheCurrentOne) {
+  // One worker, chunks of 3 planes, each read taking 10 ms: two reads are in flight at once (the
+  // next chunk's started before the current one is waited for), every plane is read once, and the
+  // chunks, in any order of completion, give the whole volume's curve and size map.
+  if (env->size() > 1) GTEST_SKIP() << "one rank's worker";
+  const std::vector<Place> places(1, Place::host(0));
+  const int last = 3;
+  const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last), 1, 0, 0, 0);
+  std::mutex mutex;
+  int in_flight = 0, most = 0;
+  std::vector<int> reads(static_cast<std::size_t>(kShape[0]), 0);
+  morphology::MaskReader slow = [&](std::int64_t first, std::int64_t count) {
+    {
+      const std::lock_guard lock(mutex);
+      most = std::max(most, ++in_flight);
+      for (auto z = first; z < first + count; ++z) ++reads[static_cast<std::size_t>(z)];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    Array bits = read_bits(first, count);
+    const std::lock_guard lock(mutex);
+    --in_flight;
+    return bits;
+  };
+  auto record = std::make_shared<Record>();
+  record->size_map.zero();
+  Graph g;
+  const auto slabs = morphology::add_slab_granulometry(g, plan, {Element::cube, last, true, {}}, slow,
+                                                       3 * kShape[1] * kShape[2]);
+  auto& sink = g.add<RecordSink>(plan, record);
+  g.connect(slabs.remaining, sink.remaining);
+  g.connect(slabs.spectrum, sink.spectrum);
+  g.connect(slabs.size_maps[0], sink.maps[0]);
+  Executor ex({.channel_capacity = 2});
+  ex.run(g, map_slabs(g, places)).wait();
+  const auto whole = morphology::granulometry_cpu(volume(), {Element::cube, last, true, {}});
+  EXPECT_EQ(record->remaining, whole.remaining);
+  EXPECT_EQ(record->spectrum, whole.spectrum);
+  EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0);
+  EXPECT_EQ(most, 2);
+  for (std::int64_t z = 0; z < kShape[0]; ++z) EXPECT_EQ(reads[static_cast<std::size_t>(z)], 1) << z;
 }
 
 TEST(SlabGraph, FirstPassFindsTheLargestDistance) {

@@ -99,8 +99,8 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
       chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)) {}
 
-Array SlabSource::read(std::int64_t first, std::int64_t count) const {
-  const ReadTurn turn(number_);
+Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order) const {
+  const ReadTurn turn(number_, order);
   Array m = reader_(first, count);
   const bool bits = is_foreground_bits(m, plan_.height, plan_.width) && m.shape()[0] == count;
   if (!bits && (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count ||
@@ -125,10 +125,20 @@ void SlabSource::run(Context& ctx) {
     pieces_ = slab_pieces(plan_, number_, chunk_planes_);
     next_ = 0;
   }
-  const SlabPiece piece = pieces_[next_++];
+  const std::size_t k = next_++;
+  const SlabPiece piece = pieces_[k];
+  std::future<Array> started;  // this piece's read, if the firing before started it
+  if (ahead_.valid() && ahead_of_ == k) started = std::move(ahead_);
+  if (k + 1 < pieces_.size() && !(pieces_[k + 1].take && share_)) {  // the next piece's read, now
+    const SlabPiece next = pieces_[k + 1];
+    ahead_of_ = k + 1;
+    ahead_ = std::async(std::launch::async, [this, next, k] {
+      return read(next.first, next.end - next.first, static_cast<std::int64_t>(k) + 1);
+    });
+  }
   std::optional<Array> m;
   if (piece.take && share_) m = share_->take(piece.first, piece.end);
-  if (!m) m = read(piece.first, piece.end - piece.first);
+  if (!m) m = started.valid() ? started.get() : read(piece.first, piece.end - piece.first, static_cast<std::int64_t>(k));
   if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))
     share_->keep(number_, piece.first, piece.end, *m, plan_.workers);
   send(ctx, std::move(*m), piece.first, piece.end);

@@ -30,8 +30,8 @@
 namespace weft::morphology {
 namespace {
 
-thread_local std::int64_t read_turn = 0;  // ReadTurn of this thread
-std::int64_t current_read_turn() { return read_turn; }
+thread_local std::int64_t read_turn = 0;   // ReadTurn of this thread
+thread_local std::int64_t read_order = 0;  // and its order within the turn
 
 template <class T, class Keep>
 Array mask_where(const Array& volume, Keep keep) {
@@ -155,11 +155,13 @@ class ReadPool {
   /// (the pieces not yet started are then skipped).
   void run(std::int64_t count, const std::function<void(std::int64_t)>& body) {
     if (count <= 0) return;
-    auto job = std::make_shared<Job>(count, body, current_read_turn());
+    auto job = std::make_shared<Job>(count, body, read_turn, read_order);
     {
       const std::lock_guard lock(mutex_);
-      // After every call of the same or an earlier turn.
-      const auto at = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->turn > job->turn; });
+      // After every call of an earlier turn, or of the same turn and the same or an earlier order.
+      const auto at = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
+        return j->turn > job->turn || (j->turn == job->turn && j->order > job->order);
+      });
       jobs_.insert(at, job);
       arrivals_.fetch_add(1);
     }
@@ -172,9 +174,10 @@ class ReadPool {
 
  private:
   struct Job {
-    Job(std::int64_t n, const std::function<void(std::int64_t)>& b, std::int64_t t) : count(n), turn(t), body(b) {}
+    Job(std::int64_t n, const std::function<void(std::int64_t)>& b, std::int64_t t, std::int64_t o)
+        : count(n), turn(t), order(o), body(b) {}
     const std::int64_t count;
-    const std::int64_t turn;
+    const std::int64_t turn, order;
     const std::function<void(std::int64_t)>& body;
     std::atomic<std::int64_t> next{0};
     std::atomic<bool> failed{false};
@@ -297,8 +300,14 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 
 int read_threads() { return ReadPool::get().threads_started(); }
 
-ReadTurn::ReadTurn(std::int64_t turn) : previous_(read_turn) { read_turn = turn; }
-ReadTurn::~ReadTurn() { read_turn = previous_; }
+ReadTurn::ReadTurn(std::int64_t turn, std::int64_t order) : previous_(read_turn), previous_order_(read_order) {
+  read_turn = turn;
+  read_order = order;
+}
+ReadTurn::~ReadTurn() {
+  read_turn = previous_;
+  read_order = previous_order_;
+}
 
 void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
                           std::int64_t width, Foreground foreground, std::uint8_t* bits) {

@@ -33,18 +33,20 @@ using Foreground = std::optional<double>;
 
 /// The readers below fetch their pieces on the process's reading threads (read_threads() of them,
 /// and the calling thread), shared by every reader. While a ReadTurn lives, the calls of its
-/// thread are served after those of lower turns (calls without one have turn 0), then in their
-/// order of arrival: the slab readers of a rank, each under its slab's number, read one slab after
-/// the other at the rate of all the reading threads.
+/// thread are served after those of lower turns (calls without one have turn 0), then of lower
+/// orders within the turn, then in their order of arrival: the slab readers of a rank, each under
+/// its slab's number, read one slab after the other at the rate of all the reading threads. The
+/// order keeps the pieces of one reader that has several calls in flight (SlabSource reads its next
+/// piece while it waits for the current one) in its sequence, whichever thread calls first.
 class ReadTurn {
  public:
-  explicit ReadTurn(std::int64_t turn);
+  explicit ReadTurn(std::int64_t turn, std::int64_t order = 0);
   ~ReadTurn();
   ReadTurn(const ReadTurn&) = delete;
   ReadTurn& operator=(const ReadTurn&) = delete;
 
  private:
-  std::int64_t previous_;
+  std::int64_t previous_, previous_order_;
 };
 
 /// The process's reading threads: WEFT_READ_THREADS, else three quarters of the CPUs it may use,

@@ -280,6 +280,7 @@ int granulometry_main(int argc, char** argv) {
   // with --median, whose reading filters on the host at another rate.
   const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
                                     [&](const Place& p) { return p.rank == job.places.front().rank; });
+  if (job.gpu && o.slab_planes <= 0 && max_size >= 0) plan.edge_cost = morphology::gpu_edge_cost(job.element(), plan.halo);
   if (job.gpu && one_rank && o.median == 0 && max_size >= 0)
     plan.read_cost =
         morphology::gpu_read_cost(job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)));

@@ -91,6 +91,7 @@ struct Measure {
 morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, double read_cost) {
   auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
                                      morphology::slab_bytes_per_voxel(e, last, false, true));
+  plan.edge_cost = morphology::gpu_edge_cost(e, plan.halo);
   plan.read_cost = read_cost;
   return plan;
 }

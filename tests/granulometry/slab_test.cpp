@@ -116,6 +116,21 @@ TEST(SlabPlan, OneRoundIsBalancedForTheHaloSides) {
   EXPECT_FALSE(morphology::plan_slabs(50, 8, 8, 102, 4, 0, 0, 0).balanced());
 }
 
+TEST(SlabPlan, OnGpusACubesHaloSideCostsMore) {
+  // GPU edge costs for halo 102: 25 planes for octahedra and balls, 38 for cubes, whose openings
+  // run on the whole box of each size: the cube's end slabs own 38 planes more than its middle ones.
+  EXPECT_EQ(morphology::gpu_edge_cost(Element::octahedron, 102), 25);
+  EXPECT_EQ(morphology::gpu_edge_cost(Element::ball, 102), 25);
+  EXPECT_EQ(morphology::gpu_edge_cost(Element::cube, 102), 38);
+  auto plan = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 0, 0, 0);
+  plan.edge_cost = morphology::gpu_edge_cost(Element::cube, plan.halo);
+  ASSERT_TRUE(plan.balanced());
+  const std::vector<std::int64_t> own = own_planes_of_one_round(plan);
+  EXPECT_EQ(own[0] + own[1] + own[2] + own[3], 2048);
+  EXPECT_NEAR(static_cast<double>(own[0] - own[1]), 38, 1);
+  EXPECT_NEAR(static_cast<double>(own[3] - own[2]), 38, 1);
+}
+
 TEST(SlabPlan, ReadsInTurnsGiveTheFirstSlabsMorePlanes) {
   // 2048 planes over 4 GPUs, N = 50 (halo 102, edge cost 25), reading one plane costing 0.047
   // planes of openings: slab i starts once [0, end_i + 102) is read, and every slab's work

@@ -82,10 +82,14 @@ Slab SlabPlan::slab(int round, int worker) const {
 }
 
 double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept {
-  constexpr double kReadSecondsPerByte = 1.0 / 90e9;
+  constexpr double kReadSecondsPerByte = 1.0 / 125e9;
   const double per_size = element == Element::cube ? 5.0e-12 : 3.8e-12;
   const double sizes = std::max(1, max_size + 1);
   return static_cast<double>(std::max<std::int64_t>(1, value_bytes)) * kReadSecondsPerByte / (per_size * sizes);
+}
+
+std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept {
+  return element == Element::cube ? 3 * halo / 8 : halo / 4;
 }
 
 double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept {

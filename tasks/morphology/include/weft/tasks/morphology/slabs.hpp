@@ -60,13 +60,23 @@ struct SlabPlan {
 };
 
 /// SlabPlan::read_cost for GPU places, from the rates measured on a 4×H200 host
-/// (granulometry_slabs_bench, docs/status.md): one slab's values read from host memory at about
-/// 90 GB/s by its turn's reading threads and packed to bits (2.77 GB in 0.030 s at 0328428,
-/// printed, not kept), openings
-/// up to `max_size` at about 3.8 ps per voxel and size for octahedra and balls, 5.0 for cubes
-/// (sizes 1..N + 1). The slabs' costs also depend on their content (sizes beyond a slab's largest
-/// distance are skipped), which no such model sees: a few percent either way.
+/// (granulometry_slabs_bench, docs/status.md): the slabs' values read from host memory at about
+/// 125 GB/s by their turns' reading threads and packed to bits (the 8.6 GB of a 2048³ u8 volume
+/// in 0.066 s over the four turns, WEFT_TRACE at cb60c13; 90 GB/s before the sources read their
+/// next chunk ahead, when two turns shared the threads), openings up to `max_size` at about
+/// 3.8 ps per voxel and size for octahedra and balls, 5.0 for cubes (sizes 1..N + 1). Hosts
+/// differ (the one-slab read took 0.064 to 0.123 s on the 4xH200 hosts used), and the slabs'
+/// costs also depend on their content (sizes beyond a slab's largest distance are skipped), which
+/// no such model sees: a few percent either way.
 [[nodiscard]] double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept;
+
+/// SlabPlan::edge_cost for GPU places: the planes of work one halo side adds to a slab. Octahedra
+/// and balls halo / 4 (plan_slabs' default: their openings of size n shrink by the steps left, so
+/// a side costs about n / 2 planes per size), cubes 3 · halo / 8 (their separable passes run on
+/// the whole box, own planes ± n). Fitted to the compute times of 2048³, N = 50 over four H200s
+/// (bench/results/granulometry*.json): one side cost 16-26 planes for octahedra and balls and
+/// 32-42 for cubes (from the even split over four ranks and the read-balanced one-rank runs).
+[[nodiscard]] std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept;
 
 /// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses
 /// the opening N + 1): 2 (N + 1), the distance transform reaching n planes further than the

@@ -404,8 +404,8 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
 }
 
 /// A long read under ReadTurn(long_turn, long_order) keeps every reading thread busy; a short one
-/// under ReadTurn(short_turn, short_order) arrives: the pool's threads take its pieces at once (more
-/// than its own thread reads it) and it ends long before the other.
+/// under ReadTurn(short_turn, short_order) arrives: the pool's threads, and the long call's own
+/// thread, take its pieces at once and it ends long before the other.
 void expect_served_first(std::int64_t long_turn, std::int64_t long_order, std::int64_t short_turn,
                          std::int64_t short_order) {
   std::atomic<bool> long_done{false};
@@ -435,6 +435,9 @@ void expect_served_first(std::int64_t long_turn, std::int64_t long_order, std::i
         DType::u8, 40, 512, 512, short_out.data());
   }
   EXPECT_FALSE(long_done.load());
+  // The long call's own thread helped the short one too (a caller reads the lowest turn first).
+  const std::thread::id long_caller = other.get_id();
+  EXPECT_NE(std::find(readers.begin(), readers.end(), long_caller), readers.end());
   other.join();
   std::sort(readers.begin(), readers.end());
   EXPECT_EQ(readers.size(), 40u);

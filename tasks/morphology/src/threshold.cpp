@@ -32,6 +32,7 @@ namespace {
 
 thread_local std::int64_t read_turn = 0;   // ReadTurn of this thread
 thread_local std::int64_t read_order = 0;  // and its order within the turn
+thread_local int in_piece = 0;             // pieces of the reading pool this thread is inside
 
 template <class T, class Keep>
 Array mask_where(const Array& volume, Keep keep) {
@@ -134,9 +135,10 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// per reader, and makes no thread nor buffer per call. (With a thread per core and per call for each
 /// reader, one rank's 4 readers took 0.18-0.25 s for the 4 slabs of a 2048^3 volume on a 4xH200
 /// host, where 4 ranks, one reader each, took 0.09-0.12 s: granulometry_slabs_bench at 5edceba,
-/// docs/status.md.) A call's pieces are taken by the
-/// pool's threads and by the calling thread itself. The pool's threads serve the calls in the order
-/// of their turn (ReadTurn of the calling thread; 0 without one), then of their arrival: the slab
+/// docs/status.md.) A call's pieces are taken by the pool's threads and by the calling threads,
+/// which serve the calls in the order of their turn (ReadTurn of the calling thread; 0 without one),
+/// then of their order within it, then of their arrival: a calling thread reads the calls before
+/// its own first, then its own, and waits once every piece of its own is taken. The slab
 /// readers of a rank read one slab after the other at the rate of every core, so that the first
 /// GPU starts its openings after its own slab's read rather than after all of them. A pool thread
 /// chooses again whenever a call arrives (one that stayed on its call until every piece was taken
@@ -166,7 +168,21 @@ class ReadPool {
       arrivals_.fetch_add(1);
     }
     wake_.notify_all();
-    work(*job);
+    // The calling thread reads like a pool thread until its call's pieces are all taken: the call
+    // of the lowest turn first, its own only when none comes before it. (Working on its own call
+    // alone, each of the 4 slab readers of a 4xH200 rank, and each one's read ahead, kept a core
+    // on its own slab whatever its turn, at the first slab's expense.)
+    // A call made from inside a piece (a fetch that itself reads through the pool) keeps to its own.
+    if (in_piece > 0) work(*job);
+    while (job->next.load() < job->count) {
+      std::shared_ptr<Job> first;
+      {
+        const std::lock_guard lock(mutex_);
+        std::erase_if(jobs_, [](const auto& j) { return j->next.load() >= j->count; });
+        first = jobs_.empty() ? job : jobs_.front();
+      }
+      work(*first, &arrivals_);
+    }
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done == job->count; });
     if (job->error) std::rethrow_exception(job->error);
@@ -230,6 +246,8 @@ class ReadPool {
       std::exception_ptr error;
       if (!job.failed.load()) {
         try {
+          ++in_piece;
+          const struct Leave { ~Leave() { --in_piece; } } leave;
           job.body(k);
         } catch (...) {
           error = std::current_exception();

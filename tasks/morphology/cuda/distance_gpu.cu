@@ -29,6 +29,7 @@ struct MinOp {
 enum class LineOp : int { cone, window, parabola, chessboard };
 
 __device__ __forceinline__ bool is_seed(const SeedRule& s, std::int64_t i) {
+  if (s.within) return s.within[i] <= s.above;
   if (s.mask) return s.mask[i] == 0;
   if (s.distance8) return s.distance8[i] > s.above;
   if (s.distance16) return s.distance16[i] > s.above;
@@ -367,6 +368,50 @@ __global__ __launch_bounds__(Policy::kColumnThreads) void packed_byte_column_ker
     device::packed_byte_line<Policy, Op>(f + (l / inner) * outer + l % inner, stride, n, r4);
 }
 
+/// The z pass of a cube's opening first, from the erosion's seeds: for the planes [z0, z1) of a
+/// box of Z planes, out (those planes only, words of 4 voxels) ← the distance along z to the
+/// nearest voxel with d8 > r within the box, saturated at 255 (exact up to r: it reads r planes
+/// past either end). `lines`: Y · X / 4 words per plane.
+template <class Policy>
+__global__ __launch_bounds__(Policy::kColumnThreads) void seed_window_z_kernel(
+    const std::uint32_t* __restrict__ d8, std::uint32_t* __restrict__ out, std::int64_t lines, int Z, int z0, int z1,
+    int r) {
+  constexpr int kChunk = Policy::kPackedChunk;
+  constexpr std::uint32_t kOnes = 0x01010101u;
+  const std::uint32_t r4 = static_cast<std::uint32_t>(r) * kOnes;
+  const int from = z0 - r > 0 ? z0 - r : 0, to = z1 + r < Z ? z1 + r : Z;
+  for (std::int64_t l = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; l < lines;
+       l += std::int64_t(gridDim.x) * blockDim.x) {
+    std::uint32_t run = 0xFFFFFFFFu;  // forward: planes since the last seed
+    for (int base = from; base < z1; base += kChunk) {
+      std::uint32_t v[kChunk];
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) v[j] = base + j < z1 ? d8[(base + j) * lines + l] : 0u;
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        run = __vaddus4(run, kOnes) & ~__vcmpgtu4(v[j], r4);
+        if (base + j >= z0 && base + j < z1) out[(base + j - z0) * lines + l] = run;
+      }
+    }
+    run = 0xFFFFFFFFu;  // backward: planes to the next seed
+    for (int top = to - 1; top >= z0; top -= kChunk) {
+      std::uint32_t v[kChunk], o[kChunk];
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        const int z = top - j;
+        v[j] = z >= z0 ? d8[z * lines + l] : 0u;
+        o[j] = z >= z0 && z < z1 ? out[(z - z0) * lines + l] : 0u;
+      }
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        const int z = top - j;
+        run = __vaddus4(run, kOnes) & ~__vcmpgtu4(v[j], r4);
+        if (z >= z0 && z < z1) out[(z - z0) * lines + l] = __vminu4(o[j], run);
+      }
+    }
+  }
+}
+
 template <class Policy>
 __global__ __launch_bounds__(Policy::kReduceThreads) void clamp_u8_kernel(const std::int32_t* f, std::uint8_t* out,
                                                                          std::int64_t voxels) {
@@ -575,6 +620,29 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     // One bit per voxel, several cross steps per launch, the count fused into the last one.
     launch_bit_octahedron_opening_count(distance8, r, work, d, count_first, count_voxels, count, stream, bit_steps);
     return;
+  } else if (element == Element::cube && distance8 && r < 255 && d.x % 4 == 0 && count_voxels < d.voxels() &&
+             count_first % (d.y * d.x) == 0 && count_voxels % (d.y * d.x) == 0 && d.z < (1 << 30) &&
+             d.y * d.x / 4 < (std::int64_t{1} << 30)) {
+    // A slab's box (counted planes ± r): the z pass first, reading D on the box and writing the
+    // counted planes only, then y and x on those planes. The cube is separable, so the order of
+    // the passes does not change the opening; the order below (x, y, z on the whole box) ran two
+    // of its three passes on the 2r planes of halo too.
+    using P2 = DistancePolicy;
+    const std::int64_t plane = d.y * d.x, z0 = count_first / plane, nz = count_voxels / plane;
+    const VolumeDims counted{nz, d.y, d.x};
+    auto* f = static_cast<std::uint8_t*>(work);  // work holds 4 bytes per voxel of the box
+    auto* g = f + count_voxels;
+    const std::int64_t lines = plane / 4;
+    seed_window_z_kernel<P2><<<grid_for(lines, P2::kColumnThreads), P2::kColumnThreads, 0, stream>>>(
+        reinterpret_cast<const std::uint32_t*>(distance8), reinterpret_cast<std::uint32_t*>(f), lines,
+        static_cast<int>(d.z), static_cast<int>(z0), static_cast<int>(z0 + nz), static_cast<int>(r));
+    check_launch("seed_window_z_kernel", stream);
+    launch_byte_column<LineOp::window>(f, counted, 1, r, stream);
+    SeedRule near;  // seeds of the x pass: voxels within r along z and y
+    near.within = f;
+    near.above = r;
+    launch_rows<std::uint8_t>(near, g, counted, false, std::uint8_t{255}, stream);
+    count_within_kernel<P, std::uint8_t><<<grid, P::kReduceThreads, 0, stream>>>(g, count_voxels, r, size_map, n, count);
   } else if (distance8 && r < 255) {
     // Octahedra and cubes of radius < 255: u8 distances (a quarter of the i32 traffic), seeds
     // read from the u8 copy of D.

@@ -96,9 +96,10 @@ morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphol
 }
 
 /// Otsu's threshold needs the whole volume's histogram: read (and filtered) once, before the slabs.
-morphology::ThresholdRule resolve_threshold(const Options& o, morphology::ThresholdRule rule) {
+morphology::ThresholdRule resolve_threshold(const Options& o, morphology::ThresholdRule rule,
+                                            const granulometry::DirectSource& source) {
   if (rule.kind != morphology::ThresholdRule::otsu) return rule;
-  Array volume = granulometry::read_volume(o.input);
+  Array volume = granulometry::read_volume(o.input, source);
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
   if (o.median > 0) volume = filters::median(volume, o.median, filters::Border::clamp);
 #endif
@@ -252,8 +253,8 @@ int granulometry_main(int argc, char** argv) {
   job.o = o;
   job.common = common;
   job.shape = granulometry::check_input(o.input);
-  const morphology::ThresholdRule resolved = resolve_threshold(o, rule);
-  const granulometry::DirectSource source = granulometry::direct_source(o.input);
+  const granulometry::DirectSource source = granulometry::direct_source(o.input);  // its chunk index shared
+  const morphology::ThresholdRule resolved = resolve_threshold(o, rule, source);
   job.reader = mask_reader(o, job.shape, resolved, source);
   const Cluster local{{local_devices(0)}};
   const Cluster& cluster = env ? env->cluster() : local;

@@ -87,7 +87,8 @@ DirectSource direct_source(const VolumeInput& in) {
   const io::DatasetInfo info = io::dataset_info(source.ref);
   source.dtype = info.dtype;
   if (info.chunk.size() == 3) {
-    source.kind = DirectSource::chunked;  // io::raw_chunks decides each read (filters, allocation)
+    source.chunks = io::ChunkIndex::open(source.ref);  // none for filters it cannot undo
+    if (source.chunks) source.kind = DirectSource::chunked;  // a read of unallocated chunks: the library
     source.chunk_width = info.chunk[2];
   }
   return source;
@@ -110,11 +111,11 @@ morphology::ChunkGrid grid_of(const io::RawChunks& c) {
 }
 
 /// Whether planes [first, first + count) of `source` can be read without the library; for a
-/// chunked source, their chunks into `chunks` (io::raw_chunks refuses some).
+/// chunked source, their chunks into `chunks` (io::ChunkIndex refuses those of unallocated chunks).
 bool direct_chunks(const DirectSource& source, std::int64_t first, std::int64_t count,
                    std::optional<io::RawChunks>& chunks) {
   if (source.kind == DirectSource::none) return false;
-  if (source.kind == DirectSource::chunked) chunks = io::raw_chunks(source.ref, first, count);
+  if (source.kind == DirectSource::chunked) chunks = source.chunks->planes(first, count);
   return source.kind != DirectSource::chunked || chunks.has_value();
 }
 
@@ -152,9 +153,9 @@ std::optional<Array> read_foreground_direct(const DirectSource& source, const Sh
   return out;
 }
 
-Array read_volume(const VolumeInput& in) {
+Array read_volume(const VolumeInput& in, const DirectSource& source) {
   const Shape shape = check_input(in);
-  if (auto values = read_values_direct(direct_source(in), shape, 0, shape[0])) return std::move(*values);
+  if (auto values = read_values_direct(source, shape, 0, shape[0])) return std::move(*values);
   return io::read_dataset(io::parse_dataset_ref(in.input));  // RAW files never come here
 }
 

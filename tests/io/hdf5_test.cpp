@@ -183,6 +183,40 @@ TEST(Hdf5, RawChunksOfUnfilteredDatasets) {
   EXPECT_THROW((void)raw_chunks({file, "/v"}, 8, 4), weft::ConfigError);
 }
 
+// ChunkIndex keeps the chunk rows it was asked for: the same chunks as raw_chunks for any planes,
+// a row with an unwritten chunk refused alone (the rows before it still listed), none for a
+// contiguous dataset, and planes outside the dataset a ConfigError.
+TEST(Hdf5, ChunkIndexListsEachRowAsRawChunksDoes) {
+  const std::string file = scratch_file("chunk_index.h5");
+  const Array volume = pattern(DType::u8, Shape(6, 4, 16), 3);
+  {
+    H5Writer writer(file);
+    writer.create("/part", DType::u8, Shape(6, 4, 16), {2, 4, 8});
+    Array first = Array::host(DType::u8, Shape(4, 4, 16));
+    std::memcpy(first.raw(), volume.raw(), first.bytes());
+    writer.write_slab("/part", 0, first);  // chunk rows 0 and 1; row 2 never written
+    writer.write("/flat", volume);
+    writer.commit();
+  }
+  const auto index = ChunkIndex::open({file, "/part"});
+  ASSERT_NE(index, nullptr);
+  const auto rows01 = index->planes(0, 4);
+  ASSERT_TRUE(rows01.has_value());
+  const auto direct = raw_chunks({file, "/part"}, 0, 4);
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_EQ(rows01->offsets, direct->offsets);
+  EXPECT_EQ(rows01->sizes, direct->sizes);
+  EXPECT_EQ(rows01->offsets.size(), 4u);  // 2 rows of 1 × 2 chunks
+  EXPECT_FALSE(index->planes(3, 2).has_value());  // rows 1 and 2: row 2 is not allocated
+  EXPECT_FALSE(raw_chunks({file, "/part"}, 3, 2).has_value());
+  const auto row1 = index->planes(2, 2);  // asked before: kept
+  ASSERT_TRUE(row1.has_value());
+  EXPECT_EQ(row1->first_row, 1);
+  EXPECT_EQ(row1->offsets, std::vector<std::int64_t>(rows01->offsets.begin() + 2, rows01->offsets.end()));
+  EXPECT_THROW((void)index->planes(5, 2), weft::ConfigError);
+  EXPECT_EQ(ChunkIndex::open({file, "/flat"}), nullptr);
+}
+
 // Chunks compressed with gzip, alone or after the byte shuffle, read back by RawFile: every chunk
 // equals the library's read of the same elements; other filters (fletcher32) have no raw chunks.
 TEST(Hdf5, RawChunksInflateAndUnshuffle) {

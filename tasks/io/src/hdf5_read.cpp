@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,13 +179,13 @@ std::int64_t RawChunks::chunk_bytes() const {
   return chunk.size() == 3 ? chunk[0] * chunk[1] * chunk[2] * static_cast<std::int64_t>(dtype_size(dtype)) : 0;
 }
 
-std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
+std::shared_ptr<ChunkIndex> ChunkIndex::open(const DatasetRef& ref) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
-  RawChunks out;
-  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || !native_storage(open, where, out.dtype)) return std::nullopt;
+  RawChunks layout;
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || !native_storage(open, where, layout.dtype)) return nullptr;
   const int filters = H5Pget_nfilters(plist.get());
   std::vector<H5Z_filter_t> pipeline;
   for (int i = 0; i < filters; ++i) {
@@ -190,46 +193,84 @@ std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std:
     std::size_t values = 0;
     pipeline.push_back(H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &values, nullptr, 0, nullptr, &config));
   }
-  out.deflate = !pipeline.empty() && pipeline.back() == H5Z_FILTER_DEFLATE;
-  out.shuffle = pipeline.size() == 2 && pipeline.front() == H5Z_FILTER_SHUFFLE;
-  if (!(pipeline.empty() || (pipeline.size() == 1 && out.deflate) || (out.shuffle && out.deflate)))
-    return std::nullopt;  // other filters (szip, fletcher32, plugins): the library undoes them
+  layout.deflate = !pipeline.empty() && pipeline.back() == H5Z_FILTER_DEFLATE;
+  layout.shuffle = pipeline.size() == 2 && pipeline.front() == H5Z_FILTER_SHUFFLE;
+  if (!(pipeline.empty() || (pipeline.size() == 1 && layout.deflate) || (layout.shuffle && layout.deflate)))
+    return nullptr;  // other filters (szip, fletcher32, plugins): the library undoes them
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
   const std::vector<hsize_t> dims = detail::h5_extents(space.get(), where);
-  if (dims.size() != 3) return std::nullopt;
+  if (dims.size() != 3) return nullptr;
   hsize_t chunk[3] = {0, 0, 0};
-  if (H5Pget_chunk(plist.get(), 3, chunk) != 3) return std::nullopt;
+  if (H5Pget_chunk(plist.get(), 3, chunk) != 3) return nullptr;
   for (int i = 0; i < 3; ++i) {
-    out.shape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(i)]));
-    out.chunk.push_back(static_cast<std::int64_t>(chunk[i]));
+    layout.shape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(i)]));
+    layout.chunk.push_back(static_cast<std::int64_t>(chunk[i]));
   }
-  if (z0 < 0 || nz < 1 || z0 + nz > out.shape[0])
-    throw ConfigError("cannot read planes [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) + ") of " + where +
-                      ": axis 0 has " + std::to_string(out.shape[0]) + " elements");
+  layout.per_y = (layout.shape[1] + layout.chunk[1] - 1) / layout.chunk[1];
+  layout.per_x = (layout.shape[2] + layout.chunk[2] - 1) / layout.chunk[2];
+  return std::shared_ptr<ChunkIndex>(new ChunkIndex(ref, std::move(layout), !pipeline.empty()));
+}
+
+ChunkIndex::ChunkIndex(DatasetRef ref, RawChunks layout, bool filtered)
+    : ref_(std::move(ref)), layout_(std::move(layout)), filtered_(filtered),
+      rows_(static_cast<std::size_t>((layout_.shape[0] + layout_.chunk[0] - 1) / layout_.chunk[0])) {}
+
+std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
+  if (z0 < 0 || nz < 1 || z0 + nz > layout_.shape[0])
+    throw ConfigError("cannot read planes [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) + ") of " +
+                      ref_.str() + ": axis 0 has " + std::to_string(layout_.shape[0]) + " elements");
+  RawChunks out = layout_;
   out.first_row = z0 / out.chunk[0];
   out.rows = (z0 + nz - 1) / out.chunk[0] - out.first_row + 1;
-  out.per_y = (out.shape[1] + out.chunk[1] - 1) / out.chunk[1];
-  out.per_x = (out.shape[2] + out.chunk[2] - 1) / out.chunk[2];
-  const auto count = static_cast<std::size_t>(out.rows * out.per_y * out.per_x);
+  const std::int64_t per_row = out.per_y * out.per_x;
+  const std::lock_guard guard(mutex_);
+  std::optional<detail::H5Lock> lock;  // taken once a row is asked for; released after `open` closes
+  std::optional<OpenDataset> open;
+  for (std::int64_t r = out.first_row; r < out.first_row + out.rows; ++r) {
+    Row& row = rows_[static_cast<std::size_t>(r)];
+    if (!row.asked) {
+      if (!open) {
+        lock.emplace();
+        open.emplace(open_dataset(ref_));
+      }
+      row.asked = true;
+      row.usable = true;
+      for (std::int64_t y = 0; y < out.per_y && row.usable; ++y)
+        for (std::int64_t x = 0; x < out.per_x && row.usable; ++x) {
+          const hsize_t at[3] = {static_cast<hsize_t>(r * out.chunk[0]), static_cast<hsize_t>(y * out.chunk[1]),
+                                 static_cast<hsize_t>(x * out.chunk[2])};
+          unsigned mask = 0;
+          haddr_t address = HADDR_UNDEF;
+          hsize_t size = 0;
+          // Not allocated (fill values) or not stored as expected: the library reads this row.
+          row.usable = H5Dget_chunk_info_by_coord(open->dataset.get(), at, &mask, &address, &size) >= 0 &&
+                       address != HADDR_UNDEF && size != 0 &&
+                       (filtered_ || static_cast<std::int64_t>(size) == out.chunk_bytes());
+          row.offsets.push_back(static_cast<std::int64_t>(address));
+          row.sizes.push_back(static_cast<std::int64_t>(size));
+          row.filter_masks.push_back(mask);
+        }
+      if (!row.usable) row.offsets.clear(), row.sizes.clear(), row.filter_masks.clear();
+    }
+    if (!row.usable) return std::nullopt;
+  }
+  const auto count = static_cast<std::size_t>(out.rows * per_row);
   out.offsets.reserve(count);
   out.sizes.reserve(count);
   out.filter_masks.reserve(count);
-  for (std::int64_t r = 0; r < out.rows; ++r)
-    for (std::int64_t y = 0; y < out.per_y; ++y)
-      for (std::int64_t x = 0; x < out.per_x; ++x) {
-        const hsize_t at[3] = {static_cast<hsize_t>((out.first_row + r) * out.chunk[0]),
-                               static_cast<hsize_t>(y * out.chunk[1]), static_cast<hsize_t>(x * out.chunk[2])};
-        unsigned mask = 0;
-        haddr_t address = HADDR_UNDEF;
-        hsize_t size = 0;
-        if (H5Dget_chunk_info_by_coord(open.dataset.get(), at, &mask, &address, &size) < 0 || address == HADDR_UNDEF ||
-            size == 0 || (pipeline.empty() && static_cast<std::int64_t>(size) != out.chunk_bytes()))
-          return std::nullopt;  // not allocated (fill values) or not stored as expected
-        out.offsets.push_back(static_cast<std::int64_t>(address));
-        out.sizes.push_back(static_cast<std::int64_t>(size));
-        out.filter_masks.push_back(mask);
-      }
+  for (std::int64_t r = out.first_row; r < out.first_row + out.rows; ++r) {
+    const Row& row = rows_[static_cast<std::size_t>(r)];
+    out.offsets.insert(out.offsets.end(), row.offsets.begin(), row.offsets.end());
+    out.sizes.insert(out.sizes.end(), row.sizes.begin(), row.sizes.end());
+    out.filter_masks.insert(out.filter_masks.end(), row.filter_masks.begin(), row.filter_masks.end());
+  }
   return out;
+}
+
+std::optional<RawChunks> raw_chunks(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
+  const auto index = ChunkIndex::open(ref);
+  if (!index) return std::nullopt;
+  return index->planes(z0, nz);
 }
 
 RawFile::RawFile(std::string path) : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {

@@ -83,8 +83,8 @@ struct RawChunks {
 /// program that reads the same planes several times (slabs with halos, a first pass for the
 /// largest distance, Otsu's histogram) asks for each chunk once. HDF5 1.10 finds a chunk's address
 /// by walking the dataset's whole chunk index (H5Dget_chunk_info_by_coord): 86 µs per chunk of a
-/// dataset of 8192 chunks and 10 µs of one of 2048 (a 512 × 2048 × 2048 u8 dataset in 64³ chunks,
-/// and 128 planes of it, on the development machine), so listing every chunk of a dataset costs
+/// dataset of 8192 chunks and 10 µs of one of 2048 (512 × 2048 × 2048 and 128 × 2048 × 2048 u8
+/// datasets in 64³ chunks, on the development machine), so listing every chunk of a dataset costs
 /// time quadratic in their number. Datasets of few large chunks (whole planes or slabs of them),
 /// or contiguous ones, do not pay it.
 class ChunkIndex {

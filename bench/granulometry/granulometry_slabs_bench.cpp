@@ -81,6 +81,9 @@ class CurveSink final : public Task {
 struct Measure {
   double wall = 0, compute = 0;
   std::vector<double> compute_each;  // each worker's openings (over every rank)
+  // Seconds from the run's start (on the worker's rank): each worker's slab read to its end
+  // (volume.i's last firing), its openings' first start and last end; -1 where none.
+  std::vector<double> read_end_each, start_each, end_each;
   std::vector<std::int64_t> curve;
   int slabs = 0, rounds = 0;
   std::int64_t planes = 0;
@@ -221,12 +224,23 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   Measure m;
   const RunStats stats = run.stats();
   m.wall = stats.seconds;
-  m.compute_each.assign(static_cast<std::size_t>(plan.workers), 0.0);
+  const auto workers = static_cast<std::size_t>(plan.workers);
+  m.compute_each.assign(workers, 0.0);
+  m.read_end_each.assign(workers, -1.0);
+  m.start_each.assign(workers, -1.0);
+  m.end_each.assign(workers, -1.0);
   for (const auto& t : stats.tasks)
     if (t.task.rfind("openings.", 0) == 0) {
       m.compute = std::max(m.compute, t.busy_seconds);
       const auto i = static_cast<std::size_t>(std::stoi(t.task.substr(9)));
-      if (i < m.compute_each.size()) m.compute_each[i] = std::max(m.compute_each[i], t.busy_seconds);
+      if (i < workers) {
+        m.compute_each[i] = std::max(m.compute_each[i], t.busy_seconds);
+        m.start_each[i] = std::max(m.start_each[i], t.first_start);
+        m.end_each[i] = std::max(m.end_each[i], t.last_end);
+      }
+    } else if (t.task.rfind("volume.", 0) == 0) {
+      const auto i = static_cast<std::size_t>(std::stoi(t.task.substr(7)));
+      if (i < workers) m.read_end_each[i] = std::max(m.read_end_each[i], t.last_end);
     }
   if (std::getenv("WEFT_SLABS_VERBOSE")) {  // every task's busy time on this rank, for the breakdown
     std::string line = "  rank " + std::to_string(env.rank()) + " (" + std::string(morphology::element_name(e)) + ", " +
@@ -239,8 +253,8 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   // Under mpirun each rank sees its own workers' tasks: the slowest over every rank.
   if (env.distributed()) {
     MPI_Allreduce(MPI_IN_PLACE, &m.compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, m.compute_each.data(), static_cast<int>(m.compute_each.size()), MPI_DOUBLE, MPI_MAX,
-                  MPI_COMM_WORLD);
+    for (auto* each : {&m.compute_each, &m.read_end_each, &m.start_each, &m.end_each})
+      MPI_Allreduce(MPI_IN_PLACE, each->data(), static_cast<int>(each->size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   }
   m.curve = *total;
   m.slabs = plan.slabs();
@@ -459,6 +473,8 @@ int main(int argc, char** argv) {
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
                     {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
+                    {"read_end_seconds_each", best.read_end_each}, {"openings_start_seconds_each", best.start_each},
+                    {"openings_end_seconds_each", best.end_each},
                     {"wall_seconds", best.wall}, {"compute_seconds", best.compute}, {"floor_seconds", floor},
                     {"read_upload_seconds", read}, {"efficiency_wall_bound", eff_bound},
                     {"ratio", best.compute / floor}, {"efficiency_wall", eff_wall}, {"efficiency_compute", eff_gpu},
@@ -497,7 +513,9 @@ int main(int argc, char** argv) {
                                    "slabs in turns, each slab's leading halo taken from the slab before, and "
                                    "the first slabs, which start their openings earlier, get more planes "
                                    "(own_planes_each), so that the slowest worker's compute is longer than in "
-                                   "an even split by design"}};
+                                   "an even split by design; read_end / openings_start / openings_end_seconds_each: "
+                                   "from the run's start on the worker's rank (RunStats first_start, last_end), "
+                                   "host side"}};
   // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
   const std::string suffix = (env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "") + (tag.empty() ? "" : "_" + tag);
   merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix, targets);

@@ -40,7 +40,13 @@ TEST(Executor, TenThousandTokensArriveCompleteAndInOrder) {
   }
   RunStats s = run.stats();
   EXPECT_LE(s.max_in_flight, 3u);
-  for (const auto& t : s.tasks) EXPECT_EQ(t.tokens, kTokens) << t.task;
+  for (const auto& t : s.tasks) {
+    EXPECT_EQ(t.tokens, kTokens) << t.task;
+    // Its firings lie within the run: from the first's start to the last's end, at least its busy time.
+    EXPECT_GE(t.first_start, 0.0) << t.task;
+    EXPECT_GE(t.last_end - t.first_start, t.busy_seconds - 1e-6) << t.task;
+    EXPECT_LE(t.last_end, s.seconds) << t.task;
+  }
 }
 
 TEST(Executor, FanOutFanInJoinsTokensByIndex) {

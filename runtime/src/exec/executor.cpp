@@ -506,6 +506,8 @@ void drive(State& run, Node& node) {
       }
       auto c1 = std::chrono::steady_clock::now();
       node.stats.busy_seconds += std::chrono::duration<double>(c1 - c0).count();
+      if (node.stats.first_start < 0) node.stats.first_start = std::chrono::duration<double>(c0 - run.start).count();
+      node.stats.last_end = std::chrono::duration<double>(c1 - run.start).count();
       node.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count();
       if (run.trace.enabled()) run.trace.add({task.name(), "task", node.lane, index, t0, run.trace.now_us() - t0});
       if (ctx.ended()) break;

@@ -51,6 +51,9 @@ struct TaskStats {
   std::uint64_t tokens = 0;
   double busy_seconds = 0;      ///< time inside run()/run_cuda() (host side)
   std::uint64_t bytes_in = 0;   ///< bytes moved to this task's memory from elsewhere
+  /// Seconds from the run's start on this rank to the start of the first firing and to the end of
+  /// the last one (host side, as busy_seconds); -1 for a task that never fired here.
+  double first_start = -1, last_end = -1;
 };
 struct RunStats {
   double seconds = 0;

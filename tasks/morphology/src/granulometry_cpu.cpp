@@ -74,13 +74,37 @@ void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
   }
 }
 
-/// In place: f holds 0 at seeds and kInfinity elsewhere; leaves, along the last axis, the distance
-/// to the dilation of the seeds by the cube of radius r along the first two axes: f ≤ r exactly on
-/// the dilation by the cube. Separable, no envelope stacks (the same passes as the CUDA path).
-void cube_dilation_in_place(std::int32_t* f, const Dims& d, std::int64_t r) {
-  for_each_line(d, 2, [&](std::int64_t first, std::int64_t stride, int n, int) { device::cone_line(f + first, stride, n); });
-  for (int axis = 1; axis >= 0; --axis)
-    for_each_line(d, axis, [&](std::int64_t first, std::int64_t stride, int n, int) {
+/// The cube opening of radius r on planes [c0, c0 + nz) of the box `dist` (d.z planes), z first
+/// (as the CUDA path does on a slab's box): f (nz planes of d's Y × X) ← the distance along z to
+/// the nearest voxel with dist > r, reading r planes past either end (saturated at kInfinity),
+/// swept plane by plane over blocks of columns; then the y and x window passes on those planes
+/// only. f ≤ r exactly on the opening there. The former x, y, z order ran two of its passes on the
+/// 2r halo planes of a slab too, and its z pass line by line (a stride of a plane per voxel): a
+/// 200 × 256 × 256 volume, N = 20, took 1.81 s on 2 cores, now 0.73-0.82 s; its planes [60, 140)
+/// 0.86-0.93 s, now 0.38-0.44 s (the same curves).
+void cube_opening_z_first(const std::int32_t* dist, std::int32_t* f, const Dims& d, std::int64_t c0, std::int64_t nz,
+                          std::int64_t r) {
+  const std::int64_t plane = d.y * d.x, from = std::max<std::int64_t>(0, c0 - r), to = std::min(d.z, c0 + nz + r);
+  auto step = [](std::int32_t run) { return run >= kInfinity ? kInfinity : run + 1; };
+  parallel_for(plane, [&](std::int64_t b, std::int64_t e, int) {  // columns [b, e) swept plane by plane
+    std::vector<std::int32_t> run(static_cast<std::size_t>(e - b), kInfinity);
+    for (std::int64_t z = from; z < c0 + nz; ++z)
+      for (std::int64_t c = b; c < e; ++c) {
+        std::int32_t& v = run[static_cast<std::size_t>(c - b)];
+        v = dist[z * plane + c] > r ? 0 : step(v);
+        if (z >= c0) f[(z - c0) * plane + c] = v;
+      }
+    std::fill(run.begin(), run.end(), kInfinity);
+    for (std::int64_t z = to - 1; z >= c0; --z)
+      for (std::int64_t c = b; c < e; ++c) {
+        std::int32_t& v = run[static_cast<std::size_t>(c - b)];
+        v = dist[z * plane + c] > r ? 0 : step(v);
+        if (z < c0 + nz) f[(z - c0) * plane + c] = std::min(f[(z - c0) * plane + c], v);
+      }
+  });
+  const Dims counted{nz, d.y, d.x};
+  for (int axis = 1; axis <= 2; ++axis)
+    for_each_line(counted, axis, [&](std::int64_t first, std::int64_t stride, int n, int) {
       device::window_line(f + first, stride, n, kInfinity, r);
     });
 }
@@ -130,12 +154,16 @@ class CpuBackend {
     if (work_.empty()) work_ = Array::host(DType::i32, mask_.shape());
     const std::int32_t* dist = distance_.data<std::int32_t>() + plane_offset(z0);
     std::int32_t* f = work_.data<std::int32_t>();
-    parallel_for(box.voxels(), [&](std::int64_t b, std::int64_t e, int) {
-      for (std::int64_t i = b; i < e; ++i) f[i] = dist[i] > r ? 0 : kInfinity;
-    });
-    if (element_ == Element::cube) cube_dilation_in_place(f, box, r);
-    else transform_in_place(f, box, element_);
     const std::int32_t* counted = f + plane_offset(planes_.first - z0);
+    if (element_ == Element::cube) {  // z first, on the counted planes only (a slab's box is larger)
+      cube_opening_z_first(dist, f, box, planes_.first - z0, planes_.count(), r);
+      counted = f;
+    } else {
+      parallel_for(box.voxels(), [&](std::int64_t b, std::int64_t e, int) {
+        for (std::int64_t i = b; i < e; ++i) f[i] = dist[i] > r ? 0 : kInfinity;
+      });
+      transform_in_place(f, box, element_);
+    }
     std::int32_t* s = update_size_map ? size_map_.data<std::int32_t>() : nullptr;
     *count = sum_over(planes_.count() * plane(), [&](std::int64_t i) {
       const bool kept = counted[i] <= r;

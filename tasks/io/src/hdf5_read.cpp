@@ -208,11 +208,11 @@ std::shared_ptr<ChunkIndex> ChunkIndex::open(const DatasetRef& ref) {
   }
   layout.per_y = (layout.shape[1] + layout.chunk[1] - 1) / layout.chunk[1];
   layout.per_x = (layout.shape[2] + layout.chunk[2] - 1) / layout.chunk[2];
-  return std::shared_ptr<ChunkIndex>(new ChunkIndex(ref, std::move(layout), !pipeline.empty()));
+  return std::shared_ptr<ChunkIndex>(new ChunkIndex(ref, std::move(layout)));
 }
 
-ChunkIndex::ChunkIndex(DatasetRef ref, RawChunks layout, bool filtered)
-    : ref_(std::move(ref)), layout_(std::move(layout)), filtered_(filtered),
+ChunkIndex::ChunkIndex(DatasetRef ref, RawChunks layout)
+    : ref_(std::move(ref)), layout_(std::move(layout)),
       rows_(static_cast<std::size_t>((layout_.shape[0] + layout_.chunk[0] - 1) / layout_.chunk[0])) {}
 
 std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
@@ -245,7 +245,7 @@ std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
           // Not allocated (fill values) or not stored as expected: the library reads this row.
           row.usable = H5Dget_chunk_info_by_coord(open->dataset.get(), at, &mask, &address, &size) >= 0 &&
                        address != HADDR_UNDEF && size != 0 &&
-                       (filtered_ || static_cast<std::int64_t>(size) == out.chunk_bytes());
+                       (out.deflate || static_cast<std::int64_t>(size) == out.chunk_bytes());  // deflate: any size
           row.offsets.push_back(static_cast<std::int64_t>(address));
           row.sizes.push_back(static_cast<std::int64_t>(size));
           row.filter_masks.push_back(mask);

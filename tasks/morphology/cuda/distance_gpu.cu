@@ -630,13 +630,12 @@ void launch_opening_count(const std::int32_t* distance, const std::uint16_t* dis
     // counted planes only, then y and x on those planes. The cube is separable, so the order of
     // the passes does not change the opening; the order below (x, y, z on the whole box) ran two
     // of its three passes on the 2r planes of halo too.
-    using P2 = DistancePolicy;
     const std::int64_t plane = d.y * d.x, z0 = count_first / plane, nz = count_voxels / plane;
     const VolumeDims counted{nz, d.y, d.x};
     auto* f = static_cast<std::uint8_t*>(work);  // work holds 4 bytes per voxel of the box
     auto* g = f + count_voxels;
     const std::int64_t lines = plane / 4;
-    seed_window_z_kernel<P2><<<grid_for(lines, P2::kColumnThreads), P2::kColumnThreads, 0, stream>>>(
+    seed_window_z_kernel<P><<<grid_for(lines, P::kColumnThreads), P::kColumnThreads, 0, stream>>>(
         reinterpret_cast<const std::uint32_t*>(distance8), reinterpret_cast<std::uint32_t*>(f), lines,
         static_cast<int>(d.z), static_cast<int>(z0), static_cast<int>(z0 + nz), static_cast<int>(r));
     check_launch("seed_window_z_kernel", stream);

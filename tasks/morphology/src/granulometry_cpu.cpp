@@ -51,7 +51,7 @@ void for_each_line(const Dims& d, int axis, Line&& line) {
 /// over blocks of contiguous voxels instead of line by line at a stride (what the octahedra's
 /// CPU openings spend most of their time in).
 void cone_sweep(std::int32_t* f, const Dims& d, int axis) {
-  auto from = [](std::int32_t prev) { return prev >= kInfinity ? kInfinity : prev + 1; };
+  auto from = [](std::int32_t prev) { return device::next_distance(prev, kInfinity); };
   // A block of `width` contiguous voxels in `count` rows `stride` apart, swept both ways.
   auto sweep = [&](std::int32_t* at, std::int64_t width, std::int64_t count, std::int64_t stride) {
     for (std::int64_t k = 1; k < count; ++k)
@@ -106,12 +106,12 @@ void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
 /// swept plane by plane over blocks of columns; then the y and x window passes on those planes
 /// only, y swept row by row. f ≤ r exactly on the opening there. The former x, y, z order ran two
 /// of its passes on the 2r halo planes of a slab too, and its y and z passes line by line (a
-/// stride of a row or a plane per voxel): a 200 × 256 × 256 volume, N = 20, took 1.81 s on 2
-/// cores, now 0.56-0.58 s; its planes [60, 140) 0.86-0.93 s, now 0.34-0.36 s (the same curves).
+/// stride of a row or a plane per voxel): about 3× slower (docs/status.md; printed by a probe on
+/// the development machine, not kept).
 void cube_opening_z_first(const std::int32_t* dist, std::int32_t* f, const Dims& d, std::int64_t c0, std::int64_t nz,
                           std::int64_t r) {
   const std::int64_t plane = d.y * d.x, from = std::max<std::int64_t>(0, c0 - r), to = std::min(d.z, c0 + nz + r);
-  auto step = [](std::int32_t run) { return run >= kInfinity ? kInfinity : run + 1; };
+  auto step = [](std::int32_t run) { return device::next_distance(run, kInfinity); };
   parallel_for(plane, [&](std::int64_t b, std::int64_t e, int) {  // columns [b, e) swept plane by plane
     std::vector<std::int32_t> run(static_cast<std::size_t>(e - b), kInfinity);
     for (std::int64_t z = from; z < c0 + nz; ++z)

@@ -178,10 +178,9 @@ class ReadPool {
       std::shared_ptr<Job> first;
       {
         const std::lock_guard lock(mutex_);
-        std::erase_if(jobs_, [](const auto& j) { return j->next.load() >= j->count; });
-        first = jobs_.empty() ? job : jobs_.front();
+        first = first_open();
       }
-      work(*first, &arrivals_);
+      work(first ? *first : *job, &arrivals_);
     }
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done == job->count; });
@@ -263,16 +262,21 @@ class ReadPool {
     }
   }
 
+  /// The first call with pieces left (lowest turn and order), none if there is none; the calls
+  /// whose every piece is taken leave the queue. Under mutex_.
+  std::shared_ptr<Job> first_open() {
+    std::erase_if(jobs_, [](const auto& j) { return j->next.load() >= j->count; });
+    return jobs_.empty() ? nullptr : jobs_.front();
+  }
+
   void loop() {
     for (;;) {
       std::shared_ptr<Job> job;
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return !jobs_.empty(); });
-        // The calls whose every piece is taken leave; the first of the others (lowest turn) is served.
-        std::erase_if(jobs_, [](const auto& j) { return j->next.load() >= j->count; });
-        if (jobs_.empty()) continue;
-        job = jobs_.front();
+        job = first_open();
+        if (!job) continue;
       }
       work(*job, &arrivals_);
     }

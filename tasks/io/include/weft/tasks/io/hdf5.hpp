@@ -84,7 +84,8 @@ struct RawChunks {
 /// largest distance, Otsu's histogram) asks for each chunk once. HDF5 1.10 finds a chunk's address
 /// by walking the dataset's whole chunk index (H5Dget_chunk_info_by_coord): 86 µs per chunk of a
 /// dataset of 8192 chunks and 10 µs of one of 2048 (512 × 2048 × 2048 and 128 × 2048 × 2048 u8
-/// datasets in 64³ chunks, on the development machine), so listing every chunk of a dataset costs
+/// datasets in 64³ chunks, on the development machine; printed by a probe, not kept), so listing
+/// every chunk of a dataset costs
 /// time quadratic in their number. Datasets of few large chunks (whole planes or slabs of them),
 /// or contiguous ones, do not pay it.
 class ChunkIndex {
@@ -102,10 +103,9 @@ class ChunkIndex {
     std::vector<std::int64_t> offsets, sizes;
     std::vector<unsigned> filter_masks;
   };
-  ChunkIndex(DatasetRef ref, RawChunks layout, bool filtered);
+  ChunkIndex(DatasetRef ref, RawChunks layout);
   DatasetRef ref_;
   RawChunks layout_;  ///< dtype, shape, chunk, per_y, per_x, shuffle, deflate (no chunks)
-  bool filtered_ = false;
   std::mutex mutex_;
   std::vector<Row> rows_;
 };

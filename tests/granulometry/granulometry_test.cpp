@@ -457,5 +457,26 @@ TEST(ReadTurns, WithinATurnALowerOrderIsServedFirstWhicheverCameFirst) {
   expect_served_first(2, 7, 2, 6);
 }
 
+TEST(ReadTurns, APassiveCallerReadsNothingItself) {
+  // A source's reads started ahead wait for the reading threads (ReadTurn's `passive`).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pool is the caller alone";
+  std::mutex mutex;
+  std::vector<std::thread::id> readers;
+  std::vector<std::uint8_t> out(20 * 512 * 512);
+  {
+    const morphology::ReadTurn turn(0, 0, true);
+    morphology::read_values(
+        [&](std::int64_t, std::int64_t voxels, void* to) {
+          std::memset(to, 1, static_cast<std::size_t>(voxels));
+          const std::lock_guard lock(mutex);
+          readers.push_back(std::this_thread::get_id());
+        },
+        DType::u8, 20, 512, 512, out.data());
+  }
+  EXPECT_EQ(readers.size(), 20u);
+  EXPECT_EQ(std::find(readers.begin(), readers.end(), std::this_thread::get_id()), readers.end());
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 1; }));
+}
+
 }  // namespace
 }  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -97,10 +98,18 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
                        std::shared_ptr<HaloShare> share)
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
-      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)) {}
+      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)) {
+  if (const char* v = std::getenv("WEFT_SLAB_READ_AHEAD"); v && *v) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v, v + std::strlen(v), n);
+    if (ec != std::errc{} || *end != '\0' || n < 1 || n > 16)
+      throw ConfigError("WEFT_SLAB_READ_AHEAD: expected a number of chunks from 1 to 16, got '" + std::string(v) + "'");
+    read_ahead_ = n;
+  }
+}
 
-Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order) const {
-  const ReadTurn turn(number_, order);
+Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
+  const ReadTurn turn(number_, order, ahead);
   Array m = reader_(first, count);
   const bool bits = is_foreground_bits(m, plan_.height, plan_.width) && m.shape()[0] == count;
   if (!bits && (m.dtype() != DType::u8 || m.shape().ndim() != 3 || m.shape()[0] != count ||
@@ -127,14 +136,18 @@ void SlabSource::run(Context& ctx) {
   }
   const std::size_t k = next_++;
   const SlabPiece piece = pieces_[k];
-  std::future<Array> started;  // this piece's read, if the firing before started it
-  if (ahead_.valid() && ahead_of_ == k) started = std::move(ahead_);
-  if (k + 1 < pieces_.size() && !(pieces_[k + 1].take && share_)) {  // the next piece's read, now
-    const SlabPiece next = pieces_[k + 1];
-    ahead_of_ = k + 1;
-    ahead_ = std::async(std::launch::async, [this, next, k] {
-      return read(next.first, next.end - next.first, static_cast<std::int64_t>(k) + 1);
-    });
+  std::future<Array> started;  // this piece's read, if a firing before started it
+  if (!ahead_.empty() && ahead_.front().first == k) {
+    started = std::move(ahead_.front().second);
+    ahead_.pop_front();
+  }
+  // The reads of the next read_ahead_ pieces, in order, up to the first that the share may hold.
+  for (std::size_t j = ahead_.empty() ? k + 1 : ahead_.back().first + 1;
+       j < pieces_.size() && j <= k + static_cast<std::size_t>(read_ahead_) && !(pieces_[j].take && share_); ++j) {
+    const SlabPiece next = pieces_[j];
+    ahead_.emplace_back(j, std::async(std::launch::async, [this, next, j] {
+                          return read(next.first, next.end - next.first, static_cast<std::int64_t>(j), true);
+                        }));
   }
   std::optional<Array> m;
   if (piece.take && share_) m = share_->take(piece.first, piece.end);

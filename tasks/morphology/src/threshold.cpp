@@ -33,6 +33,7 @@ namespace {
 thread_local std::int64_t read_turn = 0;   // ReadTurn of this thread
 thread_local std::int64_t read_order = 0;  // and its order within the turn
 thread_local int in_piece = 0;             // pieces of the reading pool this thread is inside
+thread_local bool read_passive = false;    // ReadTurn's `passive`: this thread's calls take no piece
 
 template <class T, class Keep>
 Array mask_where(const Array& volume, Keep keep) {
@@ -172,9 +173,10 @@ class ReadPool {
     // of the lowest turn first, its own only when none comes before it. (Working on its own call
     // alone, each of the 4 slab readers of a 4xH200 rank, and each one's read ahead, kept a core
     // on its own slab whatever its turn, at the first slab's expense.)
-    // A call made from inside a piece (a fetch that itself reads through the pool) keeps to its own.
+    // A call made from inside a piece (a fetch that itself reads through the pool) keeps to its own;
+    // a passive thread's (ReadTurn) takes no piece and waits for the pool's threads.
     if (in_piece > 0) work(*job);
-    while (job->next.load() < job->count) {
+    while (!read_passive && job->next.load() < job->count) {
       std::shared_ptr<Job> first;
       {
         const std::lock_guard lock(mutex_);
@@ -322,13 +324,16 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 
 int read_threads() { return ReadPool::get().threads_started(); }
 
-ReadTurn::ReadTurn(std::int64_t turn, std::int64_t order) : previous_(read_turn), previous_order_(read_order) {
+ReadTurn::ReadTurn(std::int64_t turn, std::int64_t order, bool passive)
+    : previous_(read_turn), previous_order_(read_order), previous_passive_(read_passive) {
   read_turn = turn;
   read_order = order;
+  read_passive = passive;
 }
 ReadTurn::~ReadTurn() {
   read_turn = previous_;
   read_order = previous_order_;
+  read_passive = previous_passive_;
 }
 
 void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,

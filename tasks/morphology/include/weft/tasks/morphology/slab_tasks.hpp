@@ -13,6 +13,7 @@
 /// chunk c (the first slab's too, which no computation hides); upload.i assembles the slab. Curves of a round are summed by a
 /// fan-in task; the size maps of the slabs' own planes leave on each worker's size_map output.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -44,6 +45,10 @@ using SlabPlanes = std::vector<std::int64_t>;
 /// Bytes of a slab's chunk (whole planes, at least one) that SlabSource reads at a time in
 /// add_slab_granulometry: 256 MiB, 64 planes of 2048² voxels.
 inline constexpr std::int64_t kSlabChunkBytes = std::int64_t{256} << 20;
+
+/// Chunks whose reads a SlabSource has in flight beside the one it waits for (WEFT_SLAB_READ_AHEAD
+/// overrides it, 1 to 16).
+inline constexpr int kSlabReadAhead = 3;
 
 /// Planes read by both slab s and slab s + 1 (slabs numbered round · workers + worker), which the
 /// first reads and the second takes from it when both are read in one process (HaloShare): the
@@ -91,13 +96,16 @@ class HaloShare {
 /// process read their slabs one after the other. In chunks, a slab's planes are read in three
 /// parts: those it alone reads, then the halo it shares with the next slab (kept in `share`), then
 /// the one it shares with the slab before (taken from `share` when that slab's source has read it,
-/// else read). The next chunk's read is in flight (on a thread of its own) while the source waits
-/// for the current one, so that the reading threads always have pieces of the lowest turn: with
-/// one call at a time, every thread left for the next slab's pieces while the last pieces of a
-/// chunk were finishing and the source sent it, and on a 4xH200 host the first two slabs were read
-/// side by side at ~50 GB/s each instead of one after the other (WEFT_TRACE of
-/// granulometry_slabs_bench at f1f59e0: 4.6 ms per 256 MB chunk for both). The chunks that the
-/// share may hold are not read ahead.
+/// else read). The next kSlabReadAhead chunks' reads are in flight (each on a thread of its own,
+/// which waits for the reading threads and reads nothing itself: ReadTurn's `passive`) while the
+/// source waits for the current one, so that the reading threads always have pieces of the lowest
+/// turn: with one call at a time, every thread left for the next slab's pieces while the last
+/// pieces of a chunk were finishing and the source sent it, and on a 4xH200 host the first two
+/// slabs were read side by side at ~50 GB/s each instead of one after the other (WEFT_TRACE of
+/// granulometry_slabs_bench at f1f59e0: 4.6 ms per 256 MB chunk for both). With one chunk ahead,
+/// a chunk held up by one late piece still let the next slab's pieces in: the first slab's chunks
+/// took 4-7 ms instead of 1.9 in one run of three on the same host (WEFT_TRACE at 8c819a9). The
+/// chunks that the share may hold are not read ahead.
 class SlabSource final : public Task {
  public:
   SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0,
@@ -107,7 +115,7 @@ class SlabSource final : public Task {
   void run(Context& ctx) override;
 
  private:
-  Array read(std::int64_t first, std::int64_t count, std::int64_t order) const;
+  Array read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead = false) const;
   void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
   SlabPlan plan_;
   int worker_;
@@ -119,8 +127,8 @@ class SlabSource final : public Task {
   std::int64_t number_ = 0;    // its number (round · workers + worker)
   std::vector<SlabPiece> pieces_;  // its chunks, in reading order (slab_pieces)
   std::size_t next_ = 0;       // the next of them; pieces_.size(): none in progress
-  std::future<Array> ahead_;   // the read of pieces_[ahead_of_], started by the firing before
-  std::size_t ahead_of_ = 0;
+  int read_ahead_ = kSlabReadAhead;
+  std::deque<std::pair<std::size_t, std::future<Array>>> ahead_;  // reads of the next pieces_, in order
 };
 
 /// Placed with its worker's openings, so that the runtime copies each slab (or chunk) to that

@@ -38,15 +38,18 @@ using Foreground = std::optional<double>;
 /// its slab's number, read one slab after the other at the rate of all the reading threads. The
 /// order keeps the pieces of one reader that has several calls in flight (SlabSource reads its next
 /// piece while it waits for the current one) in its sequence, whichever thread calls first.
+/// `passive`: the thread's calls wait for the pool's threads instead of reading too (a reader's
+/// reads started ahead, which would otherwise add a reading thread each to the cores' load).
 class ReadTurn {
  public:
-  explicit ReadTurn(std::int64_t turn, std::int64_t order = 0);
+  explicit ReadTurn(std::int64_t turn, std::int64_t order = 0, bool passive = false);
   ~ReadTurn();
   ReadTurn(const ReadTurn&) = delete;
   ReadTurn& operator=(const ReadTurn&) = delete;
 
  private:
   std::int64_t previous_, previous_order_;
+  bool previous_passive_;
 };
 
 /// The process's reading threads: WEFT_READ_THREADS, else three quarters of the CPUs it may use,

@@ -229,18 +229,20 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   m.read_end_each.assign(workers, -1.0);
   m.start_each.assign(workers, -1.0);
   m.end_each.assign(workers, -1.0);
+  // The worker of a task named prefix + i ("openings.3"), `workers` for another task.
+  auto worker_of = [&](const std::string& task, const std::string& prefix) {
+    return task.rfind(prefix, 0) == 0 ? static_cast<std::size_t>(std::stoi(task.substr(prefix.size()))) : workers;
+  };
   for (const auto& t : stats.tasks)
     if (t.task.rfind("openings.", 0) == 0) {
       m.compute = std::max(m.compute, t.busy_seconds);
-      const auto i = static_cast<std::size_t>(std::stoi(t.task.substr(9)));
-      if (i < workers) {
+      if (const std::size_t i = worker_of(t.task, "openings."); i < workers) {
         m.compute_each[i] = std::max(m.compute_each[i], t.busy_seconds);
         m.start_each[i] = std::max(m.start_each[i], t.first_start);
         m.end_each[i] = std::max(m.end_each[i], t.last_end);
       }
-    } else if (t.task.rfind("volume.", 0) == 0) {
-      const auto i = static_cast<std::size_t>(std::stoi(t.task.substr(7)));
-      if (i < workers) m.read_end_each[i] = std::max(m.read_end_each[i], t.last_end);
+    } else if (const std::size_t i = worker_of(t.task, "volume."); i < workers) {
+      m.read_end_each[i] = std::max(m.read_end_each[i], t.last_end);
     }
   if (std::getenv("WEFT_SLABS_VERBOSE")) {  // every task's busy time on this rank, for the breakdown
     std::string line = "  rank " + std::to_string(env.rank()) + " (" + std::string(morphology::element_name(e)) + ", " +

@@ -47,27 +47,29 @@ void for_each_line(const Dims& d, int axis, Line&& line) {
   }
 }
 
+/// cone_line on `width` neighbouring lines at once: a block of `width` contiguous voxels in `count`
+/// rows `stride` apart, swept both ways row by row (each line's distance to its nearest 0).
+void sweep_lines(std::int32_t* at, std::int64_t width, std::int64_t count, std::int64_t stride) {
+  auto from = [](std::int32_t prev) { return device::next_distance(prev, kInfinity); };
+  for (std::int64_t k = 1; k < count; ++k)
+    for (std::int64_t i = 0; i < width; ++i)
+      at[k * stride + i] = std::min(at[k * stride + i], from(at[(k - 1) * stride + i]));
+  for (std::int64_t k = count - 2; k >= 0; --k)
+    for (std::int64_t i = 0; i < width; ++i)
+      at[k * stride + i] = std::min(at[k * stride + i], from(at[(k + 1) * stride + i]));
+}
+
 /// The L1 pass (cone_line) along y (axis 1) or z (axis 0), swept row by row or plane by plane
 /// over blocks of contiguous voxels instead of line by line at a stride (what the octahedra's
 /// CPU openings spend most of their time in).
 void cone_sweep(std::int32_t* f, const Dims& d, int axis) {
-  auto from = [](std::int32_t prev) { return device::next_distance(prev, kInfinity); };
-  // A block of `width` contiguous voxels in `count` rows `stride` apart, swept both ways.
-  auto sweep = [&](std::int32_t* at, std::int64_t width, std::int64_t count, std::int64_t stride) {
-    for (std::int64_t k = 1; k < count; ++k)
-      for (std::int64_t i = 0; i < width; ++i)
-        at[k * stride + i] = std::min(at[k * stride + i], from(at[(k - 1) * stride + i]));
-    for (std::int64_t k = count - 2; k >= 0; --k)
-      for (std::int64_t i = 0; i < width; ++i)
-        at[k * stride + i] = std::min(at[k * stride + i], from(at[(k + 1) * stride + i]));
-  };
   const std::int64_t plane = d.y * d.x;
   if (axis == 1)
     parallel_for(d.z, [&](std::int64_t b, std::int64_t e, int) {
-      for (std::int64_t z = b; z < e; ++z) sweep(f + z * plane, d.x, d.y, d.x);
+      for (std::int64_t z = b; z < e; ++z) sweep_lines(f + z * plane, d.x, d.y, d.x);
     });
   else
-    parallel_for(plane, [&](std::int64_t b, std::int64_t e, int) { sweep(f + b, e - b, d.z, plane); });
+    parallel_for(plane, [&](std::int64_t b, std::int64_t e, int) { sweep_lines(f + b, e - b, d.z, plane); });
 }
 
 /// In place: f holds 0 at seeds and kInfinity elsewhere; leaves the distance to the nearest seed.
@@ -131,22 +133,10 @@ void cube_opening_z_first(const std::int32_t* dist, std::int32_t* f, const Dims&
   // y: window_line's recurrences on whole rows (0 where f <= r, else the distance to the nearest
   // such voxel of the column within the plane), a plane per iteration; x: line by line (contiguous).
   parallel_for(nz, [&](std::int64_t b, std::int64_t e, int) {
-    std::vector<std::int32_t> run(static_cast<std::size_t>(d.x));
     for (std::int64_t z = b; z < e; ++z) {
       std::int32_t* p = f + z * plane;
-      for (std::int64_t y = 0; y < d.y; ++y)
-        for (std::int64_t x = 0; x < d.x; ++x) {
-          std::int32_t& v = p[y * d.x + x];
-          v = v <= r ? 0 : y == 0 ? kInfinity : step(p[(y - 1) * d.x + x]);
-        }
-      std::fill(run.begin(), run.end(), kInfinity);
-      for (std::int64_t y = d.y - 1; y >= 0; --y)
-        for (std::int64_t x = 0; x < d.x; ++x) {
-          std::int32_t& v = p[y * d.x + x];
-          std::int32_t& u = run[static_cast<std::size_t>(x)];
-          u = v == 0 ? 0 : step(u);
-          v = std::min(v, u);
-        }
+      for (std::int64_t i = 0; i < plane; ++i) p[i] = p[i] <= r ? 0 : kInfinity;
+      sweep_lines(p, d.x, d.y, d.x);
     }
   });
   for_each_line(Dims{nz, d.y, d.x}, 2, [&](std::int64_t first, std::int64_t stride, int n, int) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "weft/cuda.hpp"
 #endif
 
+#include "env_count.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
@@ -98,15 +98,8 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
                        std::shared_ptr<HaloShare> share)
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
-      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)) {
-  if (const char* v = std::getenv("WEFT_SLAB_READ_AHEAD"); v && *v) {
-    int n = 0;
-    const auto [end, ec] = std::from_chars(v, v + std::strlen(v), n);
-    if (ec != std::errc{} || *end != '\0' || n < 1 || n > 16)
-      throw ConfigError("WEFT_SLAB_READ_AHEAD: expected a number of chunks from 1 to 16, got '" + std::string(v) + "'");
-    read_ahead_ = n;
-  }
-}
+      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)),
+      read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {}
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
   const ReadTurn turn(number_, order, ahead);

@@ -23,6 +23,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "env_count.hpp"
 #include "parallel.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -213,13 +214,7 @@ class ReadPool {
   /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428, printed, not
   /// kept).
   static int threads() {
-    if (const char* v = std::getenv("WEFT_READ_THREADS"); v && *v) {
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (*end != '\0' || n < 1 || n > 4096)
-        throw ConfigError("WEFT_READ_THREADS: expected a number of threads from 1 to 4096, got '" + std::string(v) + "'");
-      return static_cast<int>(n);
-    }
+    if (const auto n = detail::count_from_env("WEFT_READ_THREADS", 1, 4096, "threads")) return *n;
     int cpus = worker_count_hint();
     cpu_set_t set;
     CPU_ZERO(&set);

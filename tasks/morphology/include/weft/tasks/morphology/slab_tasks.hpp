@@ -104,8 +104,8 @@ class HaloShare {
 /// slabs were read side by side at ~50 GB/s each instead of one after the other (WEFT_TRACE of
 /// granulometry_slabs_bench at f1f59e0: 4.6 ms per 256 MB chunk for both). With one chunk ahead,
 /// a chunk held up by one late piece still let the next slab's pieces in: the first slab's chunks
-/// took 4-7 ms instead of 1.9 in one run of three on the same host (WEFT_TRACE at 8c819a9). The
-/// chunks that the share may hold are not read ahead.
+/// took 4-7 ms instead of 1.9 in one run of three on the same host (WEFT_TRACE at 8c819a9, read,
+/// not kept). The chunks that the share may hold are not read ahead.
 class SlabSource final : public Task {
  public:
   SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0,

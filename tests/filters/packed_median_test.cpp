@@ -47,8 +47,10 @@ std::vector<double> planar_reference(const Array& in, int size, Border b) {
 
 /// kInterleaved: the interleaved 3×3 strip (interleaved_median.hpp, fp16 keys if kHalfKeys), else
 /// the packed K×K strip of packed_median.hpp; kAligned: median3_aligned_strip on the aligned
-/// widths with a clamp or mirror border (the generic interleaved strip otherwise, as the launcher).
-template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false, bool kAligned = false>
+/// widths with a clamp or mirror border (the generic interleaved strip otherwise, as the launcher),
+/// with kSums of its network computed by wrapping sums (FmaSums).
+template <class T, int K, int kRows, bool kInterleaved = false, bool kHalfKeys = false, bool kAligned = false,
+          int kSums = device::kNoSums>
 void check_type(DType t, double range) {
   std::uint32_t seed = 7;
   constexpr int strip = device::Strip<T>::kPixels;
@@ -66,7 +68,7 @@ void check_type(DType t, double range) {
         Array out;
         if constexpr (kAligned)
           out = aligned && b != Border::zero && s[s.ndim() - 2] >= 2
-                    ? run_strips<T, strip, kRows>(in, b, true, device::median3_aligned_strip<T, kRows>)
+                    ? run_strips<T, strip, kRows>(in, b, true, device::median3_aligned_strip<T, kRows, kSums>)
                         : run_strips<T, strip, kRows>(in, b, false, device::median3_interleaved_strip<T, false, kRows>);
         else if constexpr (kInterleaved)
           out = run_strips<T, strip, kRows>(in, b, aligned, device::median3_interleaved_strip<T, kHalfKeys, kRows>);
@@ -105,6 +107,18 @@ TEST(InterleavedMedian, AlignedStripsAreExact) {
   check_type<std::uint8_t, 3, 8, true, false, true>(DType::u8, 3.0);
   check_type<std::uint16_t, 3, 4, true, false, true>(DType::u16, 65536.0);
   check_type<std::uint16_t, 3, 6, true, false, true>(DType::u16, 4.0);
+}
+
+// The same strips with the medians (and the columns' middle values) as sums less max and min:
+// full-range u8 and u16 keys, whose wrapping word sums carry between lanes, and ties.
+TEST(InterleavedMedian, AlignedStripsBySumsAreExact) {
+  constexpr int kMedians = device::kSumMedians, kColumns = device::kSumColumns;
+  check_type<std::uint8_t, 3, 2, true, false, true, kMedians>(DType::u8, 256.0);
+  check_type<std::uint8_t, 3, 8, true, false, true, kColumns>(DType::u8, 256.0);
+  check_type<std::uint8_t, 3, 4, true, false, true, kColumns>(DType::u8, 3.0);
+  check_type<std::uint16_t, 3, 4, true, false, true, kMedians>(DType::u16, 65536.0);
+  check_type<std::uint16_t, 3, 8, true, false, true, kColumns>(DType::u16, 65536.0);
+  check_type<std::uint16_t, 3, 2, true, false, true, kColumns>(DType::u16, 4.0);
 }
 
 }  // namespace

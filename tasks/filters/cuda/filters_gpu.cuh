@@ -25,9 +25,10 @@ inline int multiprocessor_count() {
 /// packed_rows_3 (or _5) rows, blocks of 32 × packed_block_y strips (fewer rows of strips when
 /// the grid would not give two blocks per SM). Interleaved u8/u16 3×3 (interleaved_median.hpp,
 /// DPX min/max), and their aligned form for whole 16-byte rows with a clamp or mirror border
-/// (median3_aligned_rows, the "aligned" methods: 32-bit offsets, no branch between the row loads).
-/// Chosen by measurement (filters_bench, H100, bench/results/filters.json): 3×3 aligned where it
-/// applies (2 rows below 4096², 8 from there), else DPX with 1 row per thread below 1024², 2 rows
+/// (median3_aligned_rows, the "aligned" methods: 32-bit offsets, no branch between the row loads;
+/// "sums" and "sumc": part of the network as wrapping sums on the FMA pipe, FmaSums).
+/// Chosen by measurement (filters_bench, H100, bench/results/filters.json): 3×3 aligned with sums
+/// (sumc) where it applies (2 rows below 2048², 8 from there), else DPX with 1 row per thread below 1024², 2 rows
 /// above (3658ad9: 2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
 /// noise); 5×5 the tile kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 %
 /// better at 8192²).
@@ -50,8 +51,13 @@ struct MedianPolicy {
   // (15.3-16.2 with fewer); 8192² 59.5 µs with 8 (60.2-62.3 with fewer); the generic dpx2 strip
   // 14.2, 29.4, 83 µs. filters.json (93b7d18) agrees from 4096²; below, it has 4 rows 5-6 % ahead
   // of 2 at 1024² and 2048² (not yet taken).
+  // Their network with each column's middle value, the med3 of the column medians and the final
+  // med3 as sums less max and min on the FMA pipe (kSumColumns, the "sumc" methods): H100, batches
+  // (printed; then filters.json): 8192² sumc8 1252 GP/s against aligned8 1158 (kSumMedians: 1161),
+  // 4096² 1283 against 1172, 2048² 966 against 768; sumc8 the fastest at all three.
   bool aligned = true;
-  long long aligned_rows_8_min_pixels = 4096LL * 4096;  // else 2 rows
+  int aligned_sums = kSumColumns;
+  long long aligned_rows_8_min_pixels = 2048LL * 2048;  // else 2 rows
   [[nodiscard]] constexpr int aligned_rows_for(long long pixels) const {
     return pixels >= aligned_rows_8_min_pixels ? 8 : 2;
   }

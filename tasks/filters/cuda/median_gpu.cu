@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 /// One aligned 3×3 strip per thread (u8/u16; median3_aligned_rows's preconditions checked by the
 /// launcher), in 32-bit indices; blockIdx.z: the plane.
-template <class T, int kRows, int kBorder>
+template <class T, int kRows, int kBorder, int kSums>
 __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* dst, int nx, int ny) {
   constexpr int kPixels = InterleavedKeys<T, false>::kPixels;
   const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(128) median3_aligned_kernel(const T* src, T* d
   if (x0 >= nx || y0 >= ny) return;
   weft::wait_for_prior_grid();
   const std::size_t plane = static_cast<std::size_t>(blockIdx.z) * nx * ny;
-  median3_aligned_rows<T, kRows, kBorder>(src + plane, dst + plane, nx, ny, y0, x0);
+  median3_aligned_rows<T, kRows, kBorder, kSums>(src + plane, dst + plane, nx, ny, y0, x0);
 }
 
 }  // namespace device
@@ -179,16 +179,35 @@ bool aligned_applies(const void* in, const void* out, device::Extent e, std::siz
   return rows_aligned(in, out, e.nx, elem) && e.nx * e.ny < (1LL << 31) && e.ny >= 2 && border != device::kZero;
 }
 
-template <class T, int kRows>  // T = u8 or u16
+template <class T, int kRows, int kSums>  // T = u8 or u16
 void launch_aligned(const void* in, void* out, device::Extent e, int border, cudaStream_t stream) {
   constexpr int pixels = device::InterleavedKeys<T, false>::kPixels;
   const StripGrid g = strip_grid(e, pixels, kRows, 4);  // 128 threads
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   // Chained: its blocks take the SMs as the kernel before leaves them (bench/filters/NOTES.md).
-  weft::launch_chained(border == device::kMirror ? device::median3_aligned_kernel<T, kRows, device::kMirror>
-                                                 : device::median3_aligned_kernel<T, kRows, device::kClamp>,
+  weft::launch_chained(border == device::kMirror ? device::median3_aligned_kernel<T, kRows, device::kMirror, kSums>
+                                                 : device::median3_aligned_kernel<T, kRows, device::kClamp, kSums>,
                        g.grid, g.block, 0, stream, static_cast<const T*>(in), static_cast<T*>(out), nx, ny);
   check_launch("median3_aligned_kernel", stream);
+}
+
+template <class T, int kSums>
+void launch_aligned_rows(int rows, const void* in, void* out, device::Extent e, int border, cudaStream_t s) {
+  switch (rows) {
+    case 2: return launch_aligned<T, 2, kSums>(in, out, e, border, s);
+    case 4: return launch_aligned<T, 4, kSums>(in, out, e, border, s);
+    case 6: return launch_aligned<T, 6, kSums>(in, out, e, border, s);
+    default: return launch_aligned<T, 8, kSums>(in, out, e, border, s);
+  }
+}
+
+/// The aligned strips' methods: "aligned" (min/max only), "sums" (kSumMedians), "sumc"
+/// (kSumColumns); −1 for any other kind.
+int aligned_sums(std::string_view kind) {
+  if (kind == "aligned") return device::kNoSums;
+  if (kind == "sums") return device::kSumMedians;
+  if (kind == "sumc") return device::kSumColumns;
+  return -1;
 }
 
 template <class T, bool kHalfKeys>
@@ -243,7 +262,10 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
     const long long pixels = e.slices * e.ny * e.nx;
     const bool lanes = sizeof(T) <= 2;  // u8, u16: the packed and interleaved kernels
     if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T), border))
-      m = {"aligned", p.aligned_rows_for(pixels)};
+      m = {p.aligned_sums == device::kSumColumns   ? "sumc"
+           : p.aligned_sums == device::kSumMedians ? "sums"
+                                                   : "aligned",
+           p.aligned_rows_for(pixels)};
     else if (lanes && size == 3 && p.interleaved)
       m = {p.interleaved_half_keys && sizeof(T) == 1 ? "half" : "dpx", p.interleaved_rows_for(pixels)};
     else if (lanes && size == 3 && p.packed)
@@ -269,15 +291,13 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
       if (m.rows == 2) return launch_packed<T, 5, 2>(in, out, e, border, s);
       return launch_packed<T, 5, 4>(in, out, e, border, s);
     }
-    if (m.kind == "aligned" && size == 3 && (m.rows == 2 || m.rows == 4 || m.rows == 6 || m.rows == 8)) {
+    const int sums = aligned_sums(m.kind);
+    if (sums >= 0 && size == 3 && (m.rows == 2 || m.rows == 4 || m.rows == 6 || m.rows == 8)) {
       if (!aligned_applies(in, out, e, sizeof(T), border))  // forced on an image it does not apply to
         return launch_interleaved_rows<T, false>(2, in, out, e, border, s);
-      switch (m.rows) {
-        case 2: return launch_aligned<T, 2>(in, out, e, border, s);
-        case 4: return launch_aligned<T, 4>(in, out, e, border, s);
-        case 6: return launch_aligned<T, 6>(in, out, e, border, s);
-        default: return launch_aligned<T, 8>(in, out, e, border, s);
-      }
+      if (sums == device::kSumColumns) return launch_aligned_rows<T, device::kSumColumns>(m.rows, in, out, e, border, s);
+      if (sums == device::kSumMedians) return launch_aligned_rows<T, device::kSumMedians>(m.rows, in, out, e, border, s);
+      return launch_aligned_rows<T, device::kNoSums>(m.rows, in, out, e, border, s);
     }
     const bool interleaved_rows = m.rows == 1 || m.rows == 2 || m.rows == 4 || m.rows == 8;
     if (m.kind == "dpx" && size == 3 && interleaved_rows)
@@ -311,7 +331,7 @@ std::vector<std::string> gpu::median_methods(DType type, int size, bool volume) 
   if (volume || (type != DType::u8 && type != DType::u16)) return names;
   if (size == 3) {
     for (const char* n : {"packed2", "packed4", "dpx1", "dpx2", "dpx4", "dpx8", "aligned2", "aligned4", "aligned6",
-                          "aligned8"})
+                          "aligned8", "sums2", "sums4", "sums8", "sumc2", "sumc4", "sumc8"})
       names.emplace_back(n);
     if (type == DType::u8)
       for (const char* n : {"half1", "half2", "half4", "half8"}) names.emplace_back(n);

@@ -21,6 +21,13 @@ struct Extent {
 
 enum BorderCode : int { kClamp = 0, kMirror = 1, kZero = 2 };
 
+/// How much of the 3×3 median network (interleaved_median.hpp's median3_row) is computed by sums
+/// on the FMA pipe (FmaSums) instead of min/max:
+/// kNoSums none; kSumMedians the med3 of the column medians and the final med3 (about 3 of the
+/// ~18 ALU operations per output word move, 8 IMADs come); kSumColumns also each column's middle
+/// value (a + b + t − lo − hi, with a + b shared by the two rows of a pair: 2.5 more move).
+inline constexpr int kNoSums = 0, kSumMedians = 1, kSumColumns = 2;
+
 /// Index i mapped into [0, n) for clamp and mirror; -1 for a zero border outside.
 WEFT_FILTERS_HD std::int64_t border_index(std::int64_t i, std::int64_t n, int border) {
   if (i >= 0 && i < n) return i;

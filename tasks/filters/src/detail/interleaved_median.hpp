@@ -17,7 +17,9 @@
 // 1996); output rows go in pairs sharing the sorted pair of their two common rows; the med3 of
 // three neighbouring column medians is the max of its three pairwise minima, of which the two
 // between adjacent columns are shared with the neighbouring outputs. About 9 lane operations
-// per pixel (bench/filters/NOTES.md).
+// per pixel (bench/filters/NOTES.md). The aligned strips can compute the medians of three as
+// a + b + c − max3 − min3 in wrapping word sums (FmaSums, kSumMedians / kSumColumns), which issue
+// as IMAD on the FMA pipe beside the integer pipe that bounds the network.
 #include <cstdint>
 #include <cstring>
 
@@ -203,25 +205,65 @@ WEFT_FILTERS_HD void store_keys(T* __restrict__ dst, const Word (&o)[Interleaved
     if (x0 + p < e.nx) row[x0 + p] = K::decode(o[p % K::kHalf] >> (16 * (p / K::kHalf)) & 0xffffu);
 }
 
-/// One output row from the sorted pair (p_lo ≤ p_hi) of two of its rows and its third row t.
-template <class L, int kExt>
-WEFT_FILTERS_HD void median3_row(const Word (&p_lo)[kExt], const Word (&p_hi)[kExt], const Word (&t)[kExt],
-                                 Word (&out)[kExt - 2]) {
+/// Sums of packed keys, wrapping mod 2³²: a sum of whole words is the word of the lanes' sums
+/// (Σ 2¹⁶ᵏ · lane_k is linear), so a lane-wise expression that ends in [0, 2¹⁶) per lane, such as
+/// med3(a, b, c) = a + b + c − max3 − min3, is exact whatever the intermediate words carry. On the
+/// device each is one IMAD (b · 1 + a, b · (2³² − 1) + a) whose unit is read from the constant bank,
+/// so that ptxas cannot fold it into an IADD3: IMAD issues on the FMA pipe, beside the ALU pipe's
+/// integer min/max and byte permutes that bound the network (bench/filters/NOTES.md).
+#if defined(__CUDACC__)
+static __constant__ Word kFmaUnits[2] = {1u, 0xffffffffu};
+#endif
+struct FmaSums {
+  WEFT_FILTERS_HD static Word add(Word a, Word b) {
+#if defined(__CUDA_ARCH__)
+    Word r;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(kFmaUnits[0]), "r"(a));
+    return r;
+#else
+    return a + b;
+#endif
+  }
+  WEFT_FILTERS_HD static Word sub(Word a, Word b) {
+#if defined(__CUDA_ARCH__)
+    Word r;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(kFmaUnits[1]), "r"(a));
+    return r;
+#else
+    return a - b;
+#endif
+  }
+};
+
+/// One output row from the sorted pair (p_lo ≤ p_hi) of two of its rows, their sum p_sum (read
+/// with kSumColumns only) and its third row t.
+template <class L, int kExt, int kSums = kNoSums>
+WEFT_FILTERS_HD void median3_row(const Word (&p_lo)[kExt], const Word (&p_hi)[kExt], const Word (&p_sum)[kExt],
+                                 const Word (&t)[kExt], Word (&out)[kExt - 2]) {
+  using S = FmaSums;
   Word lo[kExt], mid[kExt], hi[kExt], d1[kExt - 1];
   WEFT_FILTERS_UNROLL
   for (int k = 0; k < kExt; ++k) {  // the sorted column (lo ≤ mid ≤ hi) of word k
     lo[k] = L::min(p_lo[k], t[k]);
     hi[k] = L::max(p_hi[k], t[k]);
-    mid[k] = L::max(p_lo[k], L::min(p_hi[k], t[k]));
+    if constexpr (kSums >= kSumColumns) mid[k] = S::sub(S::sub(S::add(p_sum[k], t[k]), lo[k]), hi[k]);
+    else mid[k] = L::max(p_lo[k], L::min(p_hi[k], t[k]));
   }
   WEFT_FILTERS_UNROLL
-  for (int k = 0; k + 1 < kExt; ++k) d1[k] = L::min(mid[k], mid[k + 1]);
+  for (int k = 0; k + 1 < kExt; ++k)
+    d1[k] = kSums >= kSumMedians ? S::add(mid[k], mid[k + 1]) : L::min(mid[k], mid[k + 1]);
   WEFT_FILTERS_UNROLL
   for (int k = 0; k < kExt - 2; ++k) {
     const Word a = L::max3(lo[k], lo[k + 1], lo[k + 2]);
-    const Word b = L::max3(d1[k], d1[k + 1], L::min(mid[k], mid[k + 2]));  // med3 = max of pairwise minima
     const Word c = L::min3(hi[k], hi[k + 1], hi[k + 2]);
-    out[k] = L::max(L::min(a, b), L::min(L::max(a, b), c));
+    if constexpr (kSums >= kSumMedians) {  // d1: sums of adjacent medians
+      const Word b = S::sub(S::sub(S::add(d1[k], mid[k + 2]), L::max3(mid[k], mid[k + 1], mid[k + 2])),
+                            L::min3(mid[k], mid[k + 1], mid[k + 2]));
+      out[k] = S::sub(S::sub(S::add(S::add(a, b), c), L::max3(a, b, c)), L::min3(a, b, c));
+    } else {  // d1: minima of adjacent medians; med3 = max of the pairwise minima
+      const Word b = L::max3(d1[k], d1[k + 1], L::min(mid[k], mid[k + 2]));
+      out[k] = L::max(L::min(a, b), L::min(L::max(a, b), c));
+    }
   }
 }
 
@@ -245,10 +287,10 @@ WEFT_FILTERS_HD void median3_interleaved_path(const T* __restrict__ src, T* __re
       p_lo[k] = L::min(a[k], b[k]);
       p_hi[k] = L::max(a[k], b[k]);
     }
-    median3_row<L>(p_lo, p_hi, above, out);
+    median3_row<L>(p_lo, p_hi, p_lo, above, out);
     store_keys<T, kHalfKeys>(dst, out, e, z, y, x0, fast_store);
     if (q + 1 < kRows) {
-      median3_row<L>(p_lo, p_hi, below, out);
+      median3_row<L>(p_lo, p_hi, p_lo, below, out);
       store_keys<T, kHalfKeys>(dst, out, e, z, y + 1, x0, fast_store);
       WEFT_FILTERS_UNROLL
       for (int k = 0; k < kExt; ++k) {  // the next pair is rows y + 2, y + 3 under row y + 1
@@ -280,7 +322,7 @@ WEFT_FILTERS_HD void median3_interleaved_strip(const T* __restrict__ src, T* __r
 /// branch between them, so that they are in flight together. kRows even. On an H100 the generic
 /// strip's 64-bit offsets and branchy borders cost 3× the instructions; branches between the loads,
 /// or 10-20 % more registers (a block less per SM), cost 8-15 % at 8192² (bench/filters/NOTES.md).
-template <class T, int kRows, int kBorder>  // kBorder: kClamp or kMirror
+template <class T, int kRows, int kBorder, int kSums = kNoSums>  // kBorder: kClamp or kMirror
 WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __restrict__ out, int nx, int ny, int y0,
                                           int x0) {
   static_assert(kRows % 2 == 0, "output rows go in pairs");
@@ -307,18 +349,19 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
   }
   WEFT_FILTERS_UNROLL
   for (int q = 0; q < kRows; q += 2) {
-    Word p_lo[kExt], p_hi[kExt], o[K::kHalf], v[4];
+    Word p_lo[kExt], p_hi[kExt], p_sum[kExt], o[K::kHalf], v[4];
     WEFT_FILTERS_UNROLL
     for (int k = 0; k < kExt; ++k) {  // rows y, y + 1 sorted once for both outputs
       p_lo[k] = L::min(rows[q + 1][k], rows[q + 2][k]);
       p_hi[k] = L::max(rows[q + 1][k], rows[q + 2][k]);
+      if constexpr (kSums >= kSumColumns) p_sum[k] = FmaSums::add(rows[q + 1][k], rows[q + 2][k]);
     }
-    median3_row<L>(p_lo, p_hi, rows[q], o);
+    median3_row<L, kExt, kSums>(p_lo, p_hi, p_sum, rows[q], o);
     if (y0 + q < ny) {
       K::pack(o, v);
       store16(out + ((y0 + q) * nx + x0), v);
     }
-    median3_row<L>(p_lo, p_hi, rows[q + 3], o);
+    median3_row<L, kExt, kSums>(p_lo, p_hi, p_sum, rows[q + 3], o);
     if (y0 + q + 1 < ny) {
       K::pack(o, v);
       store16(out + ((y0 + q + 1) * nx + x0), v);
@@ -327,15 +370,15 @@ WEFT_FILTERS_HD void median3_aligned_rows(const T* __restrict__ plane, T* __rest
 }
 
 /// median3_aligned_rows in the form of the other strips (slice z of an Extent; for the host test).
-template <class T, int kRows>
+template <class T, int kRows, int kSums = kNoSums>
 WEFT_FILTERS_HD void median3_aligned_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e, int border,
                                            long long z, long long y0, long long x0, bool /*aligned*/) {
   const long long plane = z * e.ny * e.nx;
   const int nx = static_cast<int>(e.nx), ny = static_cast<int>(e.ny);
   if (border == kMirror)
-    median3_aligned_rows<T, kRows, kMirror>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
+    median3_aligned_rows<T, kRows, kMirror, kSums>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
   else
-    median3_aligned_rows<T, kRows, kClamp>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
+    median3_aligned_rows<T, kRows, kClamp, kSums>(src + plane, dst + plane, nx, ny, static_cast<int>(y0), static_cast<int>(x0));
 }
 
 }  // namespace weft::filters::device

@@ -274,9 +274,9 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
     return device::launch_convolve_stream(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
-  // Rolling strips with rows ahead: roll 2 and rolls 1 in registers, rollq 4 in a shared-memory ring.
+  // Rolling strips with rows ahead: roll 2 and rolls 1 in registers, rollq 3 in a shared-memory ring.
   if ((m.kind == "roll" || m.kind == "rolls" || m.kind == "rollq") && m.rows >= 0 && r <= device::kStreamMaxRadius) {
-    const int ahead = m.kind == "rolls" ? 1 : m.kind == "rollq" ? 4 : 2;
+    const int ahead = m.kind == "rolls" ? 1 : m.kind == "rollq" ? 3 : 2;
     return device::launch_convolve_roll(src, dst, e, h_w, d_w, ksize, m.rows, ahead, border, stream);
   }
   if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {

@@ -55,7 +55,9 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 32 bytes under nvcc 13, and
 /// ran 306 GP/s at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
 /// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp
-/// (4 ahead: 64 registers without spills at 7×7, 10.9 KB of shared memory per block for f32).
+/// (3 ahead: 64 registers without spills at 7×7, 8.7 KB of shared memory per block for f32; four
+/// slots, so a row's slot is k & 3, where five took a division by 5 per row: 7×7 at 4096² on an
+/// H100 297-301 GP/s against 290-293 with 4 ahead, 6 ahead 286, 7 ahead 287; bench/filters/NOTES.md).
 template <int R, int kAhead, bool kAsync, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
     convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {
@@ -155,9 +157,9 @@ void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel,
                           int rows, int ahead, int border, cudaStream_t s) {
   if (ksize / 2 > kStreamMaxRadius)
     throw ConfigError("convolve: the rolling kernel takes sizes up to 7, not " + std::to_string(ksize));
-  switch (ahead) {  // 1, 2: rows ahead in registers; 4: in a shared ring (cp.async)
+  switch (ahead) {  // 1, 2: rows ahead in registers; 3: in a shared ring (cp.async)
     case 1: return roll_variant<1, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
-    case 4: return roll_variant<4, true>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+    case 3: return roll_variant<3, true>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
     default: return roll_variant<2, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
   }
 }

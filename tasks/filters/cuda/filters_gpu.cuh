@@ -109,18 +109,21 @@ struct ConvolvePolicy {
   /// the tile kernel (not measured).
   long long roll_min_pixels = 512LL * 512;
   /// From 4096² the rows ahead of 7×7 (below roll_max_pixels) and of 3×3 (strips of 4 rows) go
-  /// through a ring in shared memory ("rollq": cp.async, 4 rows ahead, no register held per row in
-  /// flight). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md): 7×7 at 4096² 291-294
-  /// against 267-269 for "rolls" (at 8192² 292-295 against 308-309: "rolls" stays); 3×3 "rollq4" at
-  /// 4096² 334-340 against 321-325 for the 4-row strips, at 8192² 362-364 against 358-360.
+  /// through a ring in shared memory ("rollq": cp.async, no register held per row in flight; 3 rows
+  /// ahead since 2026-11-27, 4 before). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md):
+  /// 7×7 at 4096² 297-301 (4 ahead: 290-293) against 267-275 for "rolls" (at 8192² 281-282 against
+  /// 307-308: "rolls" stays); 3×3 "rollq4" at 4096² 347-351 against 321-324 for "rolls", at 8192²
+  /// 366-368.
   long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
   /// Below 4096² the ring pays too where the image is small: filters.json at bf0271c (H100,
   /// batches, GP/s, every method in one run): at 512² 4-row strips through the ring ("rollq4")
   /// 70 / 60 / 47 for 3×3 / 5×5 / 7×7 against "roll"'s 47 / 42 / 35; 3×3 at 1024² "rollq4" 237
-  /// against 177, at 2048² "rollq" 483 against 415. 5×5 and 7×7 from 1024² keep "roll" (5×5
-  /// 162 against 168 and 346 against 349 tie, 7×7 140 against 105 and 225 against 224).
-  long long ring_strips_max_pixels = 1024LL * 1024 - 1;      // every radius ≤ 3: "rollq4"
-  long long ring_strips_3x3_max_pixels = 2048LL * 2048 - 1;  // 3×3: "rollq4", then "rollq"
+  /// against 177. 5×5 and 7×7 above 1024² keep "roll" (at 1024² 5×5 162 against 168, 7×7 140
+  /// against 105) up to ring_long_min_pixels. At 2048² (H100, 2026-11-27, three runs, 3 rows
+  /// ahead): 3×3 "rollq4" 465-484 (L2-resident) against "rollq" 334-342; 5×5 "rollq" 292-299
+  /// against "roll" 230-232 and "rolls" 290-291; 7×7 "rollq" 187-193 against "roll" 166-169.
+  long long ring_strips_max_pixels = 1024LL * 1024 - 1;  // every radius ≤ 3: "rollq4"; 3×3 always
+  long long ring_long_min_pixels = 2048LL * 2048;        // 5×5, 7×7: "rollq" (one wave) from here
   long long roll_max_pixels = 8192LL * 8192;
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
@@ -142,9 +145,9 @@ struct ConvolvePolicy {
       return {"tensor", 0};
     if (ksize >= fft_min_size) return {"fft", 0};
     if (r <= stream_max_radius && pixels >= roll_min_pixels) {
-      if (pixels <= ring_strips_max_pixels || (r == 1 && pixels <= ring_strips_3x3_max_pixels)) return {"rollq", 4};
-      if (pixels < roll_large_min_pixels) return r == 1 ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"roll", 0};
-      if (r == 1) return {"rollq", 4};
+      if (pixels <= ring_strips_max_pixels || r == 1) return {"rollq", 4};
+      if (pixels < roll_large_min_pixels)
+        return r >= 2 && pixels >= ring_long_min_pixels ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"roll", 0};
       if (r == 3) return pixels < roll_max_pixels ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"rolls", 0};
       if (r == 2 && pixels < roll_max_pixels) return {"rolls", 0};
     }

@@ -112,8 +112,8 @@ struct ConvolvePolicy {
   /// through a ring in shared memory ("rollq": cp.async, no register held per row in flight; 3 rows
   /// ahead since 2026-11-27, 4 before). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md):
   /// 7×7 at 4096² 297-301 (4 ahead: 290-293) against 267-275 for "rolls" (at 8192² 281-282 against
-  /// 307-308: "rolls" stays); 3×3 "rollq4" at 4096² 347-351 against 321-324 for "rolls", at 8192²
-  /// 366-368.
+  /// 307-308: "rolls" stays); 3×3 "rollq4" at 4096² 347-349 (4 ahead: 350-351) against 321-324
+  /// for "rolls", at 8192² 366-368.
   long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
   /// Below 4096² the ring pays too where the image is small: filters.json at bf0271c (H100,
   /// batches, GP/s, every method in one run): at 512² 4-row strips through the ring ("rollq4")
@@ -121,7 +121,7 @@ struct ConvolvePolicy {
   /// against 177. 5×5 and 7×7 above 1024² keep "roll" (at 1024² 5×5 162 against 168, 7×7 140
   /// against 105) up to ring_long_min_pixels. At 2048² (H100, 2026-11-27, three runs, 3 rows
   /// ahead): 3×3 "rollq4" 465-484 (L2-resident) against "rollq" 334-342; 5×5 "rollq" 292-299
-  /// against "roll" 230-232 and "rolls" 290-291; 7×7 "rollq" 187-193 against "roll" 166-169.
+  /// against "roll" 230-232 and "rolls" 290-291; 7×7 "rollq" 187-199 against "roll" 166-169.
   long long ring_strips_max_pixels = 1024LL * 1024 - 1;  // every radius ≤ 3: "rollq4"; 3×3 always
   long long ring_long_min_pixels = 2048LL * 2048;        // 5×5, 7×7: "rollq" (one wave) from here
   long long roll_max_pixels = 8192LL * 8192;

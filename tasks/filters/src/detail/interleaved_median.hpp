@@ -215,22 +215,18 @@ WEFT_FILTERS_HD void store_keys(T* __restrict__ dst, const Word (&o)[Interleaved
 static __constant__ Word kFmaUnits[2] = {1u, 0xffffffffu};
 #endif
 struct FmaSums {
-  WEFT_FILTERS_HD static Word add(Word a, Word b) {
+  WEFT_FILTERS_HD static Word add(Word a, Word b) { return mad(b, 0, a); }
+  WEFT_FILTERS_HD static Word sub(Word a, Word b) { return mad(b, 1, a); }
+
+ private:
+  /// b · unit + a (mod 2³²), unit = 1 (0) or 2³² − 1 (1).
+  WEFT_FILTERS_HD static Word mad(Word b, int unit, Word a) {
 #if defined(__CUDA_ARCH__)
     Word r;
-    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(kFmaUnits[0]), "r"(a));
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(kFmaUnits[unit]), "r"(a));
     return r;
 #else
-    return a + b;
-#endif
-  }
-  WEFT_FILTERS_HD static Word sub(Word a, Word b) {
-#if defined(__CUDA_ARCH__)
-    Word r;
-    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(kFmaUnits[1]), "r"(a));
-    return r;
-#else
-    return a - b;
+    return b * (unit == 0 ? 1u : 0xffffffffu) + a;
 #endif
   }
 };

@@ -281,10 +281,9 @@ int granulometry_main(int argc, char** argv) {
   // with --median, whose reading filters on the host at another rate.
   const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
                                     [&](const Place& p) { return p.rank == job.places.front().rank; });
-  if (job.gpu && o.slab_planes <= 0 && max_size >= 0) plan.edge_cost = morphology::gpu_edge_cost(job.element(), plan.halo);
-  if (job.gpu && one_rank && o.median == 0 && max_size >= 0)
-    plan.read_cost =
-        morphology::gpu_read_cost(job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)));
+  if (job.gpu && max_size >= 0)
+    morphology::balance_for_gpus(plan, job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)),
+                                 o.slab_planes > 0, one_rank && o.median == 0);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

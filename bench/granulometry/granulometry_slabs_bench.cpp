@@ -89,13 +89,15 @@ struct Measure {
   std::int64_t planes = 0;
 };
 
-/// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them.
-/// `read_cost`: SlabPlan::read_cost (the app's gpu_read_cost when one rank holds every place; 0: no turns).
-morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, double read_cost) {
+/// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them
+/// for a u8 volume (balance_for_gpus; `one_rank`: every place on this rank, so reads in turns);
+/// `read_cost` ≥ 0 replaces the app's SlabPlan::read_cost (--read-cost).
+morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, bool one_rank,
+                              double read_cost) {
   auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
                                      morphology::slab_bytes_per_voxel(e, last, false, true));
-  plan.edge_cost = morphology::gpu_edge_cost(e, plan.halo);
-  plan.read_cost = read_cost;
+  morphology::balance_for_gpus(plan, e, last, 1, false, one_rank);
+  if (read_cost >= 0) plan.read_cost = read_cost;
   return plan;
 }
 
@@ -276,7 +278,7 @@ struct Emulated {
 
 Emulated emulate(const Array& volume, Element e, int last, int g, double budget, double read_cost) {
   const Shape& s = volume.shape();
-  const auto plan = plan_for(s, e, last, g, budget, read_cost);
+  const auto plan = plan_for(s, e, last, g, budget, true, read_cost);  // one rank
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -343,7 +345,7 @@ int main(int argc, char** argv) {
   const bool root = env.rank() == 0;
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
-  double read_cost = -1;  // -1: gpu_read_cost on one rank, 0 under mpirun
+  double read_cost = -1;  // -1: the app's (gpu_read_cost on one rank, 0 under mpirun)
   std::int64_t read_chunk = morphology::kSlabChunkBytes;  // voxels a slab's source reads at a time
   bool emulated = false;
   std::string tag;  // appended to the results key (a run on other machines than the 4-GPU one)
@@ -380,10 +382,6 @@ int main(int argc, char** argv) {
     bandwidth = bench::device_copy_bandwidth(stream);
     WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
   }
-  // The app's choice: the GPUs of one rank read in turns (slabs.hpp), not those of several ranks.
-  auto read_cost_for = [&](Element e) {
-    return read_cost >= 0 ? read_cost : env.size() == 1 ? morphology::gpu_read_cost(e, last, 1) : 0.0;
-  };
   if (emulated) {
     if (env.size() > 1) {
       if (root) std::fprintf(stderr, "--emulate runs on one rank\n");
@@ -398,7 +396,7 @@ int main(int argc, char** argv) {
       std::vector<std::int64_t> reference;
       for (const std::string& gtext : split(gpus_text)) {
         const int g = std::stoi(gtext);
-        const Emulated m = emulate(volume, e, last, g, budget, read_cost_for(e));
+        const Emulated m = emulate(volume, e, last, g, budget, read_cost);
         const double slowest = *std::max_element(m.seconds.begin(), m.seconds.end());
         double sum = 0;
         std::string own;
@@ -446,7 +444,7 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), read_cost_for(e));
+        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), env.size() == 1, read_cost);
         std::vector<std::int64_t> own_each;
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
         // Warm: device pools (kept for the timed runs, given back after the last of them, so that

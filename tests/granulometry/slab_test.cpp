@@ -131,6 +131,23 @@ TEST(SlabPlan, OnGpusACubesHaloSideCostsMore) {
   EXPECT_NEAR(static_cast<double>(own[3] - own[2]), 38, 1);
 }
 
+TEST(SlabPlan, TheGpuBalanceFollowsTheForcedPlanesAndTheTurns) {
+  // What the app and the slab benchmark both set (balance_for_gpus): the cube's GPU edge cost
+  // unless the planes were forced, gpu_read_cost only where the places read in turns.
+  const double cost = morphology::gpu_read_cost(Element::cube, 50, 2);
+  EXPECT_GT(cost, 0.0);
+  auto plan = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 0, 0, 0);
+  morphology::balance_for_gpus(plan, Element::cube, 50, 2, false, true);
+  EXPECT_EQ(plan.edge_cost, 38);
+  EXPECT_EQ(plan.read_cost, cost);
+  morphology::balance_for_gpus(plan, Element::cube, 50, 2, false, false);  // several ranks
+  EXPECT_EQ(plan.read_cost, 0.0);
+  auto forced = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 512, 0, 0);
+  morphology::balance_for_gpus(forced, Element::cube, 50, 2, true, true);
+  EXPECT_EQ(forced.edge_cost, 0);
+  EXPECT_EQ(forced.read_cost, cost);
+}
+
 TEST(SlabPlan, ReadsInTurnsGiveTheFirstSlabsMorePlanes) {
   // 2048 planes over 4 GPUs, N = 50 (halo 102, edge cost 25), reading one plane costing 0.047
   // planes of openings: slab i starts once [0, end_i + 102) is read, and every slab's work

@@ -92,6 +92,12 @@ std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept {
   return element == Element::cube ? 3 * halo / 8 : halo / 4;
 }
 
+void balance_for_gpus(SlabPlan& plan, Element element, int max_size, std::int64_t value_bytes, bool planes_forced,
+                      bool reads_in_turns) noexcept {
+  if (!planes_forced) plan.edge_cost = gpu_edge_cost(element, plan.halo);
+  plan.read_cost = reads_in_turns ? gpu_read_cost(element, max_size, value_bytes) : 0.0;
+}
+
 double slab_bytes_per_voxel(Element element, int max_size, bool size_map, bool gpu) noexcept {
   // CPU: u8 mask, i32 D, i32 work. GPU (granulometry_gpu.cu): u8 mask, bounded D (u8 or u16;
   // balls also its u8 levels) and an i32-sized work array for sizes the bounded paths cover,

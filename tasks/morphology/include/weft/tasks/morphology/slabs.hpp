@@ -78,6 +78,13 @@ struct SlabPlan {
 /// 32-42 for cubes (from the even split over four ranks and the read-balanced one-rank runs).
 [[nodiscard]] std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept;
 
+/// The GPU balance of `plan` (openings up to `max_size` ≥ 0 on GPU places), as `weft granulometry`
+/// sets it and the slab benchmark reproduces it: edge_cost = gpu_edge_cost unless the planes were
+/// forced, read_cost = gpu_read_cost of `value_bytes`-byte values where the places read in turns
+/// (`reads_in_turns`: one rank holds them all and the reading does nothing but read), else 0.
+void balance_for_gpus(SlabPlan& plan, Element element, int max_size, std::int64_t value_bytes, bool planes_forced,
+                      bool reads_in_turns) noexcept;
+
 /// Planes of halo the openings of sizes up to N + 1 need (the curve's last spectrum value uses
 /// the opening N + 1): 2 (N + 1), the distance transform reaching n planes further than the
 /// dilation of size n (granulometry_driver.hpp).

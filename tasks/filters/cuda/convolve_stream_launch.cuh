@@ -55,9 +55,9 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 32 bytes under nvcc 13, and
 /// ran 306 GP/s at 8192² on an H100 where 80 registers and 6 blocks ran 240); two rows ahead: 80.
 /// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp
-/// (3 ahead: 64 registers without spills at 7×7, 8.7 KB of shared memory per block for f32; four
-/// slots, so a row's slot is k & 3, where five took a division by 5 per row: 7×7 at 4096² on an
-/// H100 297-301 GP/s against 290-293 with 4 ahead, 6 ahead 286, 7 ahead 287; bench/filters/NOTES.md).
+/// (3 ahead: 64 registers without spills at 7×7, 8.7 KB of shared memory per block for f32; 7×7 at
+/// 4096² on an H100 297-301 GP/s against 290-293 with 4 ahead, 6 ahead 286, 7 ahead 287, the cause
+/// not measured; bench/filters/NOTES.md).
 template <int R, int kAhead, bool kAsync, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
     convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {

@@ -28,8 +28,8 @@ inline int multiprocessor_count() {
 /// (median3_aligned_rows, the "aligned" methods: 32-bit offsets, no branch between the row loads;
 /// "sums" and "sumc": part of the network as wrapping sums on the FMA pipe, FmaSums).
 /// Chosen by measurement (filters_bench, H100, bench/results/filters.json): 3×3 aligned with sums
-/// (sumc) where it applies (2 rows below 2048², 8 from there), else DPX with 1 row per thread below 1024², 2 rows
-/// above (3658ad9: 2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
+/// (sumc) where it applies (2 rows below 2048², 8 from there), else DPX with 1 row per thread below
+/// 1024², 2 rows above (3658ad9: 2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
 /// noise); 5×5 the tile kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 %
 /// better at 8192²).
 struct MedianPolicy {

@@ -201,12 +201,14 @@ void launch_aligned_rows(int rows, const void* in, void* out, device::Extent e, 
   }
 }
 
-/// The aligned strips' methods: "aligned" (min/max only), "sums" (kSumMedians), "sumc"
-/// (kSumColumns); −1 for any other kind.
+/// The aligned strips' method kinds by their sums (device::kNoSums, kSumMedians, kSumColumns):
+/// min/max only, the medians as sums, the columns' middle values too.
+constexpr const char* kAlignedKinds[] = {"aligned", "sums", "sumc"};
+
+/// The sums of an aligned strips' method kind; −1 for any other kind.
 int aligned_sums(std::string_view kind) {
-  if (kind == "aligned") return device::kNoSums;
-  if (kind == "sums") return device::kSumMedians;
-  if (kind == "sumc") return device::kSumColumns;
+  for (int s = device::kNoSums; s <= device::kSumColumns; ++s)
+    if (kind == kAlignedKinds[s]) return s;
   return -1;
 }
 
@@ -262,10 +264,7 @@ void launch_sized(const void* in, void* out, device::Extent e, int size, bool vo
     const long long pixels = e.slices * e.ny * e.nx;
     const bool lanes = sizeof(T) <= 2;  // u8, u16: the packed and interleaved kernels
     if (lanes && size == 3 && p.aligned && aligned_applies(in, out, e, sizeof(T), border))
-      m = {p.aligned_sums == device::kSumColumns   ? "sumc"
-           : p.aligned_sums == device::kSumMedians ? "sums"
-                                                   : "aligned",
-           p.aligned_rows_for(pixels)};
+      m = {kAlignedKinds[p.aligned_sums], p.aligned_rows_for(pixels)};
     else if (lanes && size == 3 && p.interleaved)
       m = {p.interleaved_half_keys && sizeof(T) == 1 ? "half" : "dpx", p.interleaved_rows_for(pixels)};
     else if (lanes && size == 3 && p.packed)

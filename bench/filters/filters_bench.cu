@@ -7,9 +7,10 @@
 // policies in tasks/filters/cuda/filters_gpu.cuh) and writes filters.json, even when a peer fails.
 // Usage: filters_bench [--quick] [--sizes N,N,...] [--filter TEXT] [--method NAME]
 //   --quick: 512² and 2048² only; --sizes: these image sizes; --filter: only filters whose name
-//   contains TEXT ("median3x3", "conv7x7", "f16"); --method: only this method (and no peers), for
-//   profiling one kernel (ncu -k ...). A restricted run still writes filters.json: give it its own
-//   WEFT_RESULTS_DIR.
+//   contains TEXT ("median3x3", "conv7x7", "f16"); --method A,B,...: only these methods (and no
+//   peers), any name the launchers parse, also outside the listed ones (e.g. rollq32: ring strips of
+//   32 rows), for A/B runs and for profiling one kernel (ncu -k ...). A restricted run still writes
+//   filters.json: give it its own WEFT_RESULTS_DIR.
 // Per size it also times a device-to-device copy of the image's bytes (u8 and f32) in the same
 // batches: the bandwidth a memory-bound kernel can reach at that size ("same_size_copy").
 #include <algorithm>
@@ -83,19 +84,33 @@ std::vector<int> parse_sizes(const std::string& list) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string only_filter, only_method, size_list;
+  std::string only_filter, method_list, size_list;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if ((a == "--sizes" || a == "--filter" || a == "--method") && i + 1 < argc)
-      (a == "--sizes" ? size_list : a == "--filter" ? only_filter : only_method) = argv[++i];
+      (a == "--sizes" ? size_list : a == "--filter" ? only_filter : method_list) = argv[++i];
     else {
       std::fprintf(stderr, "filters_bench: unknown argument '%s' (see the header of filters_bench.cu)\n", a.c_str());
       return 2;
     }
   }
+  std::vector<std::string> only_methods;  // --method: these names, in this order
+  for (std::size_t at = 0; at < method_list.size();) {
+    const std::size_t comma = std::min(method_list.find(',', at), method_list.size());
+    if (comma > at) only_methods.push_back(method_list.substr(at, comma - at));
+    at = comma + 1;
+  }
   auto wanted = [&](const std::string& filter, const std::string& method) {
-    return filter.find(only_filter) != std::string::npos && (only_method.empty() || method == only_method);
+    return filter.find(only_filter) != std::string::npos &&
+           (only_methods.empty() || std::find(only_methods.begin(), only_methods.end(), method) != only_methods.end());
+  };
+  // A filter's methods: "auto" and its listed ones, or the --method names (a name the launcher
+  // does not take fails that row, recorded in "errors").
+  auto methods_of = [&](std::vector<std::string> listed) {
+    if (!only_methods.empty()) return only_methods;
+    listed.insert(listed.begin(), "auto");
+    return listed;
   };
   weft::bench::Result result("filters", argc, argv);
   cudaStream_t stream;
@@ -176,8 +191,7 @@ int main(int argc, char** argv) {
     }
     for (int k : median_sizes) {
       const std::string filter = "median" + std::to_string(k) + "x" + std::to_string(k) + " u8";
-      std::vector<std::string> methods = filters::gpu::median_methods(DType::u8, k, false);
-      methods.insert(methods.begin(), "auto");
+      const std::vector<std::string> methods = methods_of(filters::gpu::median_methods(DType::u8, k, false));
       for (const std::string& m : methods)
         measure(filter, m, n, 1, mp, m == "auto", [&] {
           filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, clamp, stream,
@@ -192,8 +206,7 @@ int main(int argc, char** argv) {
     }
     for (int k : conv_sizes) {
       const std::string filter = "conv" + std::to_string(k) + "x" + std::to_string(k) + " f32";
-      std::vector<std::string> methods = filters::gpu::convolve_methods(k);
-      methods.insert(methods.begin(), "auto");
+      const std::vector<std::string> methods = methods_of(filters::gpu::convolve_methods(k));
       for (const std::string& m : methods)
         measure(filter, m, n, 4, mp, m == "auto", [&] {
           filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, h_weights.data(), d_weights, k, clamp,
@@ -215,8 +228,7 @@ int main(int argc, char** argv) {
       for (DType t : {DType::f16, DType::u8}) {
         if (k < 7 || k == 11 || (t == DType::u8 && k != 15 && k != 31)) continue;
         const std::string typed = "conv" + std::to_string(k) + "x" + std::to_string(k) + " " + std::string(dtype_name(t));
-        std::vector<std::string> typed_methods = filters::gpu::convolve_methods(k, t);
-        typed_methods.insert(typed_methods.begin(), "auto");
+        const std::vector<std::string> typed_methods = methods_of(filters::gpu::convolve_methods(k, t));
         for (const std::string& m : typed_methods)
           measure(typed, m, n, dtype_size(t), mp, m == "auto", [&] {
             filters::gpu::launch_convolve(b.d_in, b.d_out, t, 1, n, n, h_weights.data(), d_weights, k, clamp, stream,
@@ -224,8 +236,7 @@ int main(int argc, char** argv) {
           });
       }
       const std::string sep = "separable" + std::to_string(k) + " f32";
-      std::vector<std::string> sep_methods = filters::gpu::separable_methods(k);
-      sep_methods.insert(sep_methods.begin(), "auto");
+      const std::vector<std::string> sep_methods = methods_of(filters::gpu::separable_methods(k));
       for (const std::string& m : sep_methods)
         measure(sep, m, n, 4, mp, m == "auto", [&] {
           filters::gpu::launch_convolve_separable(b.d_in, b.d_out, b.d_scratch, DType::f32, 1, n, n,

@@ -487,11 +487,10 @@ struct StreamLaunch {
 };
 
 /// Blocks of kStreamWarps warps stacked vertically (fewer when the grid would not give two blocks
-/// per SM: small images), each warp 128 columns × rows.
-template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
+/// per SM: small images), each warp 128 columns × one of `warps_y` strips of rows.
+template <class T> inline StreamLaunch strip_launch(const T* src, const T* dst, Extent e, long long warps_y) {
   constexpr int cols = 32 * kStreamColumns;
   const long long blocks_x = (e.nx + cols - 1) / cols;
-  const long long warps_y = (e.ny + rows - 1) / rows;
   int warps = kStreamWarps;
   const int min_blocks = 2 * multiprocessor_count();
   while (warps > 1 && blocks_x * ((warps_y + warps - 1) / warps) * e.slices < min_blocks) warps /= 2;
@@ -499,6 +498,20 @@ template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst,
   return {dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>((warps_y + warps - 1) / warps),
                static_cast<unsigned>(e.slices)),
           dim3(32, warps), aligned};
+}
+/// The same with strips of `rows` rows.
+template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
+  return strip_launch(src, dst, e, (e.ny + rows - 1) / rows);
+}
+
+/// Rows [begin, begin + count) of strip g of `strips` that split n rows as evenly as whole rows
+/// allow (counts differ by at most one).
+struct StripSpan {
+  long long begin, count;
+};
+__host__ __device__ constexpr StripSpan even_strip(long long g, long long n, long long strips) {
+  const long long begin = g * n / strips;
+  return {begin, (g + 1) * n / strips - begin};
 }
 
 }  // namespace weft::filters::device

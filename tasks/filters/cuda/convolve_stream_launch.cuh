@@ -60,15 +60,19 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// not measured; bench/filters/NOTES.md).
 template <int R, int kAhead, bool kAsync, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
-    convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows) {
+    convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows,
+                         int strips) {
   constexpr int kRing = kAsync ? kStreamWarps * (kAhead + 1) * kRingSlot : 1;
   __shared__ __align__(16) T ring[kRing];
   const int warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
   weft::allow_next_grid();
-  const long long y0 = (static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y) * rows;
-  if (y0 >= e.ny) return;  // whole warps
+  // strips > 0: the warp's strip of `strips` even ones (rows unused); else `rows` rows from g · rows.
+  const long long g = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
+  const StripSpan span = strips > 0 ? even_strip(g, e.ny, strips) : StripSpan{g * rows, rows};
+  if (span.begin >= e.ny || span.count <= 0) return;  // whole warps
   weft::wait_for_prior_grid();
-  const int y = static_cast<int>(y0), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
+  rows = static_cast<int>(span.count);
+  const int y = static_cast<int>(span.begin), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
   const bool edge = warp_x - R < 0 || warp_x + 32 * kStreamColumns + R > e.nx;
   T* mine = kAsync ? ring + threadIdx.y * (kAhead + 1) * kRingSlot : nullptr;
   auto run = [&](auto border_tag) {
@@ -107,19 +111,26 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   }
 }
 
-/// Rows per rolling strip: `rows` when given, else the fewest whole waves of resident warps (one
-/// when the strips can be 16 rows or more); rounded up to a multiple of 4, the lengths
-/// bench/results/filters.json measured.
-template <int R, int kAhead, bool kAsync, class T> int roll_rows(device::Extent e, int rows) {
-  if (rows > 0) return (rows + 3) / 4 * 4;
+/// The rolling strips of a launch: `rows` rows each (strips = 0), or `strips` strips per plane
+/// that split its rows evenly (even_strip).
+struct RollStrips {
+  int rows, strips;
+};
+/// `rows` when given (rounded up to a multiple of 4). Else one wave of resident warps when that
+/// gives strips of 16 rows or more, split evenly: every resident warp slot holds one strip and the
+/// strips differ by at most a row. 32-row strips at 4096² (128 per plane × 32 warps across, 1024
+/// blocks) left 32 of the H100's 1056 block slots empty, so 100 SMs ran 8 blocks while 32 ran 7;
+/// the even split runs 132 strips of 31-32 rows, 8 blocks on every SM. Else several waves of 16-row
+/// strips rather than one of short ones.
+template <int R, int kAhead, bool kAsync, class T> RollStrips roll_strips(device::Extent e, int rows) {
+  if (rows > 0) return {(rows + 3) / 4 * 4, 0};
   const long long warps =
       resident_blocks(device::convolve_roll_kernel<R, kAhead, kAsync, T>, 32 * device::kStreamWarps, 0) *
       device::kStreamWarps;
   const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
-  long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
-  long long h = groups > 0 ? (e.ny + groups - 1) / groups : e.ny;
-  if (h < 16) h = 16;  // several waves of 16-row strips rather than one of short ones
-  return static_cast<int>((h + 3) / 4 * 4);
+  const long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
+  if (groups > 0 && e.ny / groups >= 16) return {0, static_cast<int>(groups)};
+  return {16, 0};
 }
 
 template <int R, int kAhead, bool kAsync, class T>
@@ -130,10 +141,11 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
-  const int h = roll_rows<R, kAhead, kAsync, T>(e, rows);
-  const device::StreamLaunch l = device::stream_launch(src, dst, e, h);
+  const RollStrips h = roll_strips<R, kAhead, kAsync, T>(e, rows);
+  const device::StreamLaunch l = h.strips > 0 ? device::strip_launch(src, dst, e, h.strips)
+                                              : device::stream_launch(src, dst, e, h.rows);
   weft::launch_chained(device::convolve_roll_kernel<R, kAhead, kAsync, T>, l.grid, l.block, 0, stream, src, dst, e, w,
-                       border, h);
+                       border, h.rows, h.strips);
   check_launch("convolve_roll_kernel", stream);
 }
 

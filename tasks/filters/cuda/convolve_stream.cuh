@@ -487,10 +487,11 @@ struct StreamLaunch {
 };
 
 /// Blocks of kStreamWarps warps stacked vertically (fewer when the grid would not give two blocks
-/// per SM: small images), each warp 128 columns × one of `warps_y` strips of rows.
-template <class T> inline StreamLaunch strip_launch(const T* src, const T* dst, Extent e, long long warps_y) {
+/// per SM: small images), each warp 128 columns × rows.
+template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
   constexpr int cols = 32 * kStreamColumns;
   const long long blocks_x = (e.nx + cols - 1) / cols;
+  const long long warps_y = (e.ny + rows - 1) / rows;
   int warps = kStreamWarps;
   const int min_blocks = 2 * multiprocessor_count();
   while (warps > 1 && blocks_x * ((warps_y + warps - 1) / warps) * e.slices < min_blocks) warps /= 2;
@@ -499,11 +500,6 @@ template <class T> inline StreamLaunch strip_launch(const T* src, const T* dst, 
                static_cast<unsigned>(e.slices)),
           dim3(32, warps), aligned};
 }
-/// The same with strips of `rows` rows.
-template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
-  return strip_launch(src, dst, e, (e.ny + rows - 1) / rows);
-}
-
 /// Rows [begin, begin + count) of strip g of `strips` that split n rows as evenly as whole rows
 /// allow (counts differ by at most one).
 struct StripSpan {

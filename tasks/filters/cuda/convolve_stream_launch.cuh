@@ -64,10 +64,22 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 :
                          int strips) {
   constexpr int kRing = kAsync ? kStreamWarps * (kAhead + 1) * kRingSlot : 1;
   __shared__ __align__(16) T ring[kRing];
-  const int warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
   weft::allow_next_grid();
-  // strips > 0: the warp's strip of `strips` even ones (rows unused); else `rows` rows from g · rows.
-  const long long g = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
+  // strips > 0: the block's warps are numbered along the rows of strips, warp w in column
+  // w mod columns of strip w / columns, one of `strips` even strips (rows unused), so that whole
+  // blocks fill the wave whatever the count of strips; else blocks stacked as stream_launch puts
+  // them, `rows` rows from g · rows.
+  int warp_x;
+  long long g;
+  if (strips > 0) {
+    const int columns = static_cast<int>((e.nx + 32 * kStreamColumns - 1) / (32 * kStreamColumns));
+    const long long warp = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
+    g = warp / columns;
+    warp_x = static_cast<int>(warp % columns) * 32 * kStreamColumns;
+  } else {
+    g = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
+    warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
+  }
   const StripSpan span = strips > 0 ? even_strip(g, e.ny, strips) : StripSpan{g * rows, rows};
   if (span.begin >= e.ny || span.count <= 0) return;  // whole warps
   weft::wait_for_prior_grid();
@@ -120,8 +132,10 @@ struct RollStrips {
 /// gives strips of 16 rows or more, split evenly: every resident warp slot holds one strip and the
 /// strips differ by at most a row. 32-row strips at 4096² (128 per plane × 32 warps across, 1024
 /// blocks) left 32 of the H100's 1056 block slots empty, so 100 SMs ran 8 blocks while 32 ran 7;
-/// the even split runs 132 strips of 31-32 rows, 8 blocks on every SM. Else several waves of 16-row
-/// strips rather than one of short ones.
+/// the even split runs 132 strips of 31-32 rows, 8 blocks on every SM (its blocks number their
+/// warps along the strips' rows: 66 strips of 64 warps at 8192² are 1056 whole blocks, where
+/// stacks of 4 strips would need 17 rows of 64 blocks, 32 of them in a second wave). Else several
+/// waves of 16-row strips rather than one of short ones.
 template <int R, int kAhead, bool kAsync, class T> RollStrips roll_strips(device::Extent e, int rows) {
   if (rows > 0) return {(rows + 3) / 4 * 4, 0};
   const long long warps =
@@ -142,8 +156,15 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
   const RollStrips h = roll_strips<R, kAhead, kAsync, T>(e, rows);
-  const device::StreamLaunch l = h.strips > 0 ? device::strip_launch(src, dst, e, h.strips)
-                                              : device::stream_launch(src, dst, e, h.rows);
+  device::StreamLaunch l;
+  if (h.strips > 0) {  // whole blocks of kStreamWarps warps over strips × columns, per plane
+    const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
+    const long long blocks = (h.strips * columns + device::kStreamWarps - 1) / device::kStreamWarps;
+    l.grid = dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(e.slices));
+    l.block = dim3(32, device::kStreamWarps);
+  } else {
+    l = device::stream_launch(src, dst, e, h.rows);
+  }
   weft::launch_chained(device::convolve_roll_kernel<R, kAhead, kAsync, T>, l.grid, l.block, 0, stream, src, dst, e, w,
                        border, h.rows, h.strips);
   check_launch("convolve_roll_kernel", stream);

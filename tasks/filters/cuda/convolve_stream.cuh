@@ -290,7 +290,7 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 /// `ring` (kAsync): the warp's kAhead + 1 slots of kRingSlot elements in shared memory; the kAhead
 /// rows ahead are cp.async copies into it instead of registers (no register per row in flight,
 /// so more rows ahead at the same occupancy).
-template <int R, int kAhead, bool kEdge, int kBorder, bool kAsync, class T>
+template <int R, int kAhead, bool kEdge, int kBorder, bool kAsync, bool kUp, class T>
 __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                     const FullWeights<2 * R + 1>& w, long long z, int y0, int xs,
                                                     int rows, T* ring) {
@@ -304,6 +304,9 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   const bool store = !kEdge || xs < nx;
   const int n_out = min(rows, ny - y0);
   const int n_in = n_out + 2 * R;
+  // kUp: the strip is streamed bottom to top (input row k is y0 + n_out − 1 + R − k, output o is
+  // y0 + n_out − 1 − o), which is the downward stream with the kernel's rows flipped.
+  auto in_row = [&](int k) { return kUp ? y0 + n_out - 1 + R - k : y0 - R + k; };
   // The lanes whose halo is not in the neighbouring lanes' vectors: the warp's edge lanes read the
   // vector beside theirs (inside the image); at the image's edges a lane maps its halo onto its own
   // vector (R < 4 columns: clamp repeats the edge pixel, mirror reflects the vector, zero is 0).
@@ -327,11 +330,11 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
     }
   };
   auto fetch = [&](int k, Row& row) {
-    const T* at = row_at(y0 - R + k);
+    const T* at = row_at(in_row(k));
     load4(at, row.v);
     if constexpr (R > 0)
       if (left_load || right_load) load4(at + (left_load ? -4 : 4), row.h);
-    clear_outside(y0 - R + k, row);
+    clear_outside(in_row(k), row);
   };
   // kAsync: row k's copies go to slot k mod (kAhead + 1), one commit group per row (empty past
   // the strip, so that the count of groups in flight stays kAhead); a lane's vector at 4 · lane,
@@ -340,7 +343,7 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   const int side = (right_load ? 33 : 32) * 4;
   auto issue = [&](int k) {
     if (k < n_in) {
-      const T* at = row_at(y0 - R + k);
+      const T* at = row_at(in_row(k));
       copy4_async(slot(k) + lane * 4, at);
       if constexpr (R > 0)
         if (left_load || right_load) copy4_async(slot(k) + side, at + (left_load ? -4 : 4));
@@ -351,7 +354,7 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
     load4_shared(slot(k) + lane * 4, row.v);
     if constexpr (R > 0)
       if (left_load || right_load) load4_shared(slot(k) + side, row.h);
-    clear_outside(y0 - R + k, row);
+    clear_outside(in_row(k), row);
   };
   auto own = [](const float (&v)[4], int clamp_at, int mirror_at) {
     return kBorder == kClamp ? v[clamp_at] : kBorder == kMirror ? v[mirror_at] : 0.0f;
@@ -407,9 +410,13 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
 #pragma unroll
       for (int j = 0; j < K; ++j)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) a[c] = i == 0 && j == 0 ? w.w[0] * x[c] : fmaf(w.w[i * K + j], x[c + j], a[c]);
+        for (int c = 0; c < 4; ++c) {
+          const float wij = w.w[(kUp ? K - 1 - i : i) * K + j];
+          a[c] = i == 0 && j == 0 ? wij * x[c] : fmaf(wij, x[c + j], a[c]);
+        }
     }
-    if (const int o = k - 2 * R; o >= 0 && store) store4(out + (y0 + o) * static_cast<long long>(nx), acc[0]);
+    if (const int o = k - 2 * R; o >= 0 && store)
+      store4(out + (kUp ? y0 + n_out - 1 - o : y0 + o) * static_cast<long long>(nx), acc[0]);
 #pragma unroll
     for (int m = 0; m + 1 < K; ++m)
 #pragma unroll

@@ -235,25 +235,28 @@ TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
 // or more (6001 rows: up to 375 strips per wave): the launcher then splits the rows into even
 // strips, every other one streamed upwards (the kernel's rows flipped). Both directions, their
 // meeting rows and the image's top and bottom under every border must match the double reference
-// within the fp32 bound, as the fixed 16-row strips (all downwards) must.
+// within the fp32 bound, as the fixed 16-row strips (all downwards) must; u8 and f16 images (7×7,
+// clamp) within their rounding.
 TEST_F(FiltersGpu, RollingStripsSplitEvenlyMatchTheReference) {
   std::uint32_t seed = 900;
   const Shape s(6001, 2944);  // rows 4-element aligned (the rolling path), no whole number of strips
-  for (int size : {3, 7})
-    for (Border b : kBorders) {
-      if (size == 3 && b != Border::clamp) continue;
-      const std::vector<float> k = random_kernel(size, true, seed);
-      const Array in = test::random_array(DType::f32, s, 1000.0, seed++);
-      std::vector<double> l1;
-      const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
-      for (const std::string method : {"roll", "rolls", "rollq", "rollq16"}) {
-        const Array out = convolve_with(in, k, size, b, method);
-        for (std::int64_t i = 0; i < in.size(); ++i)
-          ASSERT_TRUE(test::within_tolerance(DType::f32, get(out, i), ref[i], l1[i]))
-              << describe(in, size, b) << " method " << method << " at " << i << ": " << get(out, i) << " vs "
-              << ref[i];
+  for (DType t : {DType::f32, DType::u8, DType::f16})
+    for (int size : {3, 7})
+      for (Border b : kBorders) {
+        if ((size == 3 || t != DType::f32) && b != Border::clamp) continue;
+        if (t != DType::f32 && size != 7) continue;
+        const std::vector<float> k = random_kernel(size, t == DType::f32, seed);
+        const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
+        std::vector<double> l1;
+        const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
+        for (const std::string method : {"roll", "rolls", "rollq", "rollq16"}) {
+          const Array out = convolve_with(in, k, size, b, method);
+          for (std::int64_t i = 0; i < in.size(); ++i)
+            ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))
+                << describe(in, size, b) << " method " << method << " at " << i << ": " << get(out, i) << " vs "
+                << ref[i];
+        }
       }
-    }
 }
 
 // The tensor-core method (u8, f16): every ring size (Kp = 16, 32, 64 with 1 to 4 k-steps) at its

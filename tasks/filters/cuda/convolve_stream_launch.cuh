@@ -155,8 +155,8 @@ struct RollStrips {
 /// `rows` when given (rounded up to a multiple of 4). Else one wave of resident warps when that
 /// gives strips of 16 rows or more, split evenly: every resident warp slot holds one strip and the
 /// strips differ by at most a row. 32-row strips at 4096² (128 per plane × 32 warps across, 1024
-/// blocks) left 32 of the H100's 1056 block slots empty, so 100 SMs ran 8 blocks while 32 ran 7;
-/// the even split runs 132 strips of 31-32 rows, 8 blocks on every SM (its blocks number their
+/// blocks) left 32 of the H100's 1056 block slots empty (by count: some SMs ran 7 blocks where the
+/// others ran 8); the even split runs 132 strips of 31-32 rows, 1056 blocks (its blocks number their
 /// warps along the strips' rows: 66 strips of 64 warps at 8192² are 1056 whole blocks, where
 /// stacks of 4 strips would need 17 rows of 64 blocks, 32 of them in a second wave). Else several
 /// waves of 16-row strips rather than one of short ones.

@@ -233,10 +233,10 @@ TEST_F(FiltersGpu, EveryConvolutionMethodMatches) {
 
 // Rolling strips on an image large enough that one wave of resident warps gives strips of 16 rows
 // or more (6001 rows: up to 375 strips per wave): the launcher then splits the rows into even
-// strips, every other one streamed upwards (the kernel's rows flipped). Both directions, their
-// meeting rows and the image's top and bottom under every border must match the double reference
-// within the fp32 bound, as the fixed 16-row strips (all downwards) must; u8 and f16 images (7×7,
-// clamp) within their rounding.
+// strips, every other one streamed upwards (the kernel's rows flipped); "rollp" pairs them, the
+// neighbours exchanging their boundary sums. Both directions, their meeting rows and the image's
+// top and bottom under every border must match the double reference within the fp32 bound, as the
+// fixed 16-row strips (all downwards) must; u8 and f16 images (7×7, clamp) within their rounding.
 TEST_F(FiltersGpu, RollingStripsSplitEvenlyMatchTheReference) {
   std::uint32_t seed = 900;
   const Shape s(6001, 2944);  // rows 4-element aligned (the rolling path), no whole number of strips
@@ -249,7 +249,7 @@ TEST_F(FiltersGpu, RollingStripsSplitEvenlyMatchTheReference) {
         const Array in = test::random_array(t, s, t == DType::u8 ? 256.0 : 1000.0, seed++);
         std::vector<double> l1;
         const std::vector<double> ref = test::convolve_reference(in, {k.begin(), k.end()}, size, b, &l1);
-        for (const std::string method : {"roll", "rolls", "rollq", "rollq16"}) {
+        for (const std::string method : {"roll", "rolls", "rollq", "rollp", "rollq16"}) {
           const Array out = convolve_with(in, k, size, b, method);
           for (std::int64_t i = 0; i < in.size(); ++i)
             ASSERT_TRUE(test::within_tolerance(t, get(out, i), ref[i], l1[i]))

@@ -274,10 +274,13 @@ void convolve_typed(const void* in, void* out, device::Extent e, const float* h_
   if (m.kind == "fft" && m.rows == 0) return device::launch_convolve_fft(src, dst, e, d_w, ksize, border, stream);
   if (m.kind == "stream" && (m.rows == 4 || m.rows == 8 || m.rows == 16) && r <= device::kStreamMaxRadius)
     return device::launch_convolve_stream(src, dst, e, h_w, d_w, ksize, m.rows, border, stream);
-  // Rolling strips with rows ahead: roll 2 and rolls 1 in registers, rollq 3 in a shared-memory ring.
-  if ((m.kind == "roll" || m.kind == "rolls" || m.kind == "rollq") && m.rows >= 0 && r <= device::kStreamMaxRadius) {
-    const int ahead = m.kind == "rolls" ? 1 : m.kind == "rollq" ? 3 : 2;
-    return device::launch_convolve_roll(src, dst, e, h_w, d_w, ksize, m.rows, ahead, border, stream);
+  // Rolling strips with rows ahead: roll 2 and rolls 1 in registers, rollq 3 in a shared-memory ring,
+  // rollp the same with even strips paired (convolve_roll_pair_kernel).
+  if ((m.kind == "roll" || m.kind == "rolls" || m.kind == "rollq" || m.kind == "rollp") && m.rows >= 0 &&
+      r <= device::kStreamMaxRadius) {
+    const int ahead = m.kind == "rolls" ? 1 : m.kind == "rollq" || m.kind == "rollp" ? 3 : 2;
+    return device::launch_convolve_roll(src, dst, e, h_w, d_w, ksize, m.rows, ahead, border, m.kind == "rollp",
+                                        stream);
   }
   if (m.kind == "blocked" && m.rows == 0 && r <= p.blocked_max_radius) {
     switch (r) {
@@ -367,7 +370,7 @@ std::vector<std::string> gpu::convolve_methods(int ksize, DType type) {
     for (const char* n : {"tensor1", "tensor2", "tensor4"}) names.emplace_back(n);  // "tensor": the default
   if (r <= device::convolve_policy(90).blocked_max_radius) names.emplace_back("blocked");
   if (r <= device::kStreamMaxRadius)
-    for (const char* n : {"stream4", "stream8", "stream16", "roll", "rolls", "roll16", "rollq", "rollq4"})
+    for (const char* n : {"stream4", "stream8", "stream16", "roll", "rolls", "roll16", "rollq", "rollq4", "rollp"})
       names.emplace_back(n);
   return names;
 }

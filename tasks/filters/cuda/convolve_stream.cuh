@@ -290,7 +290,18 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 /// `ring` (kAsync): the warp's kAhead + 1 slots of kRingSlot elements in shared memory; the kAhead
 /// rows ahead are cp.async copies into it instead of registers (no register per row in flight,
 /// so more rows ahead at the same occupancy).
-template <int R, int kAhead, bool kEdge, int kBorder, bool kAsync, bool kUp, class T>
+/// The block's exchange buffer of paired strips (convolve_roll_strip's kPaired): per warp R rows of
+/// 32 lane vectors of 4 floats, one allocation per radius.
+template <int R> __device__ __forceinline__ float* roll_pair_buffer() {
+  __shared__ __align__(16) float buffer[kStreamWarps * R * 32 * 4];
+  return buffer;
+}
+
+/// kPaired (ring strips, R > 0): this strip and its vertical neighbour meet at the end of their
+/// streams (a downward strip and the upward one below it, warps 2j and 2j + 1 of the block). Each
+/// stops at its last own row, without the R rows past it, and the two exchange the partial sums
+/// they hold for each other's R boundary outputs through roll_pair_buffer.
+template <int R, int kAhead, bool kEdge, int kBorder, bool kAsync, bool kUp, bool kPaired = false, class T>
 __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T* __restrict__ dst, Extent e,
                                                     const FullWeights<2 * R + 1>& w, long long z, int y0, int xs,
                                                     int rows, T* ring) {
@@ -303,7 +314,7 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   T* out = dst + plane + xs;
   const bool store = !kEdge || xs < nx;
   const int n_out = min(rows, ny - y0);
-  const int n_in = n_out + 2 * R;
+  const int n_in = n_out + (kPaired ? R : 2 * R);  // kPaired: the partner supplies the rows past the end
   // kUp: the strip is streamed bottom to top (input row k is y0 + n_out − 1 + R − k, output o is
   // y0 + n_out − 1 − o), which is the downward stream with the kernel's rows flipped.
   auto in_row = [&](int k) { return kUp ? y0 + n_out - 1 + R - k : y0 - R + k; };
@@ -421,6 +432,26 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
     for (int m = 0; m + 1 < K; ++m)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[m][c] = acc[m + 1][c];
+  }
+  if constexpr (kPaired) {
+    static_assert(kAsync && R > 0, "paired strips: the ring kernels, radius 1 to 3");
+    // acc[m] (m < R) holds this strip's output n_out − R + m without the rows past its end;
+    // acc[R + m] the partner's boundary output on the other side, from this strip's rows. The
+    // same image row is the partner's slot 2R − 1 − m.
+    float4* buffer = reinterpret_cast<float4*>(roll_pair_buffer<R>());
+    float4* mine = buffer + threadIdx.y * R * 32;
+    const float4* partner = buffer + (threadIdx.y ^ 1) * R * 32;
+#pragma unroll
+    for (int m = 0; m < R; ++m)
+      mine[m * 32 + lane] = make_float4(acc[R + m][0], acc[R + m][1], acc[R + m][2], acc[R + m][3]);
+    asm volatile("bar.sync %0, 64;\n" ::"r"(1 + threadIdx.y / 2) : "memory");  // the pair's two warps
+#pragma unroll
+    for (int m = 0; m < R; ++m) {
+      const float4 p = partner[(R - 1 - m) * 32 + lane];
+      const float done[4] = {acc[m][0] + p.x, acc[m][1] + p.y, acc[m][2] + p.z, acc[m][3] + p.w};
+      // output n_out − R + m = n_in − 2R + m: row y0 + n_in − 2R + m downwards, y0 + R − 1 − m upwards
+      if (store) store4(out + (kUp ? y0 + R - 1 - m : y0 + n_in - 2 * R + m) * static_cast<long long>(nx), done);
+    }
   }
 }
 

@@ -5,6 +5,6 @@ namespace weft::filters::device {
 
 template void launch_convolve_stream<Half>(const Half*, Half*, Extent, const float*, const float*, int, int, int, cudaStream_t);
 template void launch_convolve_roll<Half>(const Half*, Half*, Extent, const float*,
-                                         const float*, int, int, int, int, cudaStream_t);
+                                         const float*, int, int, int, int, bool, cudaStream_t);
 
 }  // namespace weft::filters::device

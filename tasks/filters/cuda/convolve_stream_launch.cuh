@@ -62,30 +62,32 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// (3 ahead: 64 registers without spills at 7×7, 8.7 KB of shared memory per block for f32; 7×7 at
 /// 4096² on an H100 297-301 GP/s against 290-293 with 4 ahead, 6 ahead 286, 7 ahead 287, the cause
 /// not measured; bench/filters/NOTES.md).
-template <int R, int kAhead, bool kAsync, class T>
-__global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
-    convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows,
-                         int strips, bool alternate) {
+/// The body of the rolling kernels; kPaired: convolve_roll_pair_kernel.
+template <int R, int kAhead, bool kAsync, bool kPaired, class T>
+__device__ __forceinline__ void convolve_roll_body(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1>& w,
+                                                   int border, int rows, int strips, bool alternate) {
   constexpr int kRing = kAsync ? kStreamWarps * (kAhead + 1) * kRingSlot : 1;
   __shared__ __align__(16) T ring[kRing];
   weft::allow_next_grid();
   // strips > 0: the block's warps are numbered along the rows of strips, warp w in column
   // w mod columns of strip w / columns, one of `strips` even strips (rows unused), so that whole
   // blocks fill the wave whatever the count of strips; else blocks stacked as stream_launch puts
-  // them, `rows` rows from g · rows.
+  // them, `rows` rows from g · rows. kPaired: warps 2j and 2j + 1 are strips 2q and 2q + 1 of one
+  // column (q, column from j as above), a downward strip and the upward one below it.
   int warp_x;
   long long g;
   if (strips > 0) {
     const int columns = static_cast<int>((e.nx + 32 * kStreamColumns - 1) / (32 * kStreamColumns));
     const long long warp = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
-    g = warp / columns;
-    warp_x = static_cast<int>(warp % columns) * 32 * kStreamColumns;
+    const long long unit = kPaired ? warp / 2 : warp;
+    g = kPaired ? unit / columns * 2 + warp % 2 : unit / columns;
+    warp_x = static_cast<int>(unit % columns) * 32 * kStreamColumns;
   } else {
     g = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
     warp_x = static_cast<int>(blockIdx.x) * 32 * kStreamColumns;
   }
   const StripSpan span = strips > 0 ? even_strip(g, e.ny, strips) : StripSpan{g * rows, rows};
-  if (span.begin >= e.ny || span.count <= 0) return;  // whole warps
+  if (span.begin >= e.ny || span.count <= 0) return;  // whole warps (kPaired: whole pairs)
   weft::wait_for_prior_grid();
   rows = static_cast<int>(span.count);
   const int y = static_cast<int>(span.begin), x = warp_x + static_cast<int>(threadIdx.x) * kStreamColumns;
@@ -95,20 +97,39 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 :
   // by both at the same end of their streams (both last, or both first) and the second read can
   // hit L2; streamed the same way, one read them first and the other last, a whole strip's time
   // apart (19 % more input rows from DRAM at 7×7 with 31-row strips, if the first read is evicted).
-  const bool up = alternate && strips > 0 && g % 2 == 1;
+  const bool up = (kPaired || alternate) && strips > 0 && g % 2 == 1;
   auto run = [&](auto border_tag) {
     constexpr int B = decltype(border_tag)::value;
     if (edge) {
-      if (up) convolve_roll_strip<R, kAhead, true, B, kAsync, true>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
-      else convolve_roll_strip<R, kAhead, true, B, kAsync, false>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
+      if (up) convolve_roll_strip<R, kAhead, true, B, kAsync, true, kPaired>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
+      else convolve_roll_strip<R, kAhead, true, B, kAsync, false, kPaired>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
     } else {
-      if (up) convolve_roll_strip<R, kAhead, false, B, kAsync, true>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
-      else convolve_roll_strip<R, kAhead, false, B, kAsync, false>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
+      if (up) convolve_roll_strip<R, kAhead, false, B, kAsync, true, kPaired>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
+      else convolve_roll_strip<R, kAhead, false, B, kAsync, false, kPaired>(src, dst, e, w, blockIdx.z, y, x, rows, mine);
     }
   };
   if (border == kClamp) run(std::integral_constant<int, kClamp>{});
   else if (border == kMirror) run(std::integral_constant<int, kMirror>{});
   else run(std::integral_constant<int, kZero>{});
+}
+
+template <int R, int kAhead, bool kAsync, class T>
+__global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 : 6)
+    convolve_roll_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border, int rows,
+                         int strips, bool alternate) {
+  convolve_roll_body<R, kAhead, kAsync, false>(src, dst, e, w, border, rows, strips, alternate);
+}
+
+/// Paired ring strips ("rollp"; even strips only, an even count of them): neighbours meet at the
+/// ends of their streams and exchange their boundary sums instead of reading R rows past their
+/// ends (convolve_roll_strip's kPaired). A standalone probe on an H100 (plain launches, 2026-11-27,
+/// bench/filters/NOTES.md): 7×7 at 4096² 286 GP/s against 276 unpaired, 8192² 307 against 313,
+/// 5×5 at 4096² 294 against 296; within 1e-6 of Σ|k·x| of a double reference under every border.
+template <int R, class T>
+__global__ void __launch_bounds__(32 * kStreamWarps, 8)
+    convolve_roll_pair_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border,
+                              int strips) {
+  convolve_roll_body<R, 3, true, true>(src, dst, e, w, border, 0, strips, true);
 }
 
 }  // namespace device
@@ -160,26 +181,39 @@ struct RollStrips {
 /// warps along the strips' rows: 66 strips of 64 warps at 8192² are 1056 whole blocks, where
 /// stacks of 4 strips would need 17 rows of 64 blocks, 32 of them in a second wave). Else several
 /// waves of 16-row strips rather than one of short ones.
-template <int R, int kAhead, bool kAsync, class T> RollStrips roll_strips(device::Extent e, int rows) {
+template <class Kernel> RollStrips roll_strips(Kernel* kernel, device::Extent e, int rows) {
   if (rows > 0) return {(rows + 3) / 4 * 4, 0};
-  const long long warps =
-      resident_blocks(device::convolve_roll_kernel<R, kAhead, kAsync, T>, 32 * device::kStreamWarps, 0) *
-      device::kStreamWarps;
+  const long long warps = resident_blocks(kernel, 32 * device::kStreamWarps, 0) * device::kStreamWarps;
   const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
   const long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
   if (groups > 0 && e.ny / groups >= 16) return {0, static_cast<int>(groups)};
   return {16, 0};
 }
 
+/// paired: "rollp", the ring strips paired where they are even (convolve_roll_pair_kernel).
 template <int R, int kAhead, bool kAsync, class T>
 void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel,
-                 int border, cudaStream_t stream) {
+                 int border, bool paired, cudaStream_t stream) {
   if (!device::rows_aligned(src, dst, e) || !device::small_plane<R>(e))
     return full_rows<R, 4>(src, dst, e, h_kernel, d_kernel, border, stream);
   constexpr int K = 2 * R + 1;
   device::FullWeights<K> w;
   for (int i = 0; i < K * K; ++i) w.w[i] = h_kernel[i];
-  const RollStrips h = roll_strips<R, kAhead, kAsync, T>(e, rows);
+  if constexpr (kAsync && R > 0)
+    if (paired && alternate_strips()) {
+      RollStrips h = roll_strips(device::convolve_roll_pair_kernel<R, T>, e, rows);
+      h.strips &= ~1;  // whole pairs
+      if (h.strips > 0) {
+        const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
+        const long long blocks = (h.strips * columns + device::kStreamWarps - 1) / device::kStreamWarps;
+        weft::launch_chained(device::convolve_roll_pair_kernel<R, T>,
+                             dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(e.slices)),
+                             dim3(32, device::kStreamWarps), 0, stream, src, dst, e, w, border, h.strips);
+        check_launch("convolve_roll_pair_kernel", stream);
+        return;
+      }
+    }
+  const RollStrips h = roll_strips(device::convolve_roll_kernel<R, kAhead, kAsync, T>, e, rows);
   device::StreamLaunch l;
   if (h.strips > 0) {  // whole blocks of kStreamWarps warps over strips × columns, per plane
     const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
@@ -196,12 +230,12 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
 
 template <int kAhead, bool kAsync, class T>
 void roll_variant(int rows, const T* src, T* dst, device::Extent e, const float* h, const float* d, int ksize,
-                  int border, cudaStream_t s) {
+                  int border, bool paired, cudaStream_t s) {
   switch (ksize / 2) {
-    case 0: return roll_radius<0, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
-    case 1: return roll_radius<1, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
-    case 2: return roll_radius<2, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
-    default: return roll_radius<3, kAhead, kAsync>(rows, src, dst, e, h, d, border, s);
+    case 0: return roll_radius<0, kAhead, kAsync>(rows, src, dst, e, h, d, border, paired, s);
+    case 1: return roll_radius<1, kAhead, kAsync>(rows, src, dst, e, h, d, border, paired, s);
+    case 2: return roll_radius<2, kAhead, kAsync>(rows, src, dst, e, h, d, border, paired, s);
+    default: return roll_radius<3, kAhead, kAsync>(rows, src, dst, e, h, d, border, paired, s);
   }
 }
 
@@ -211,13 +245,13 @@ namespace device {
 
 template <class T>
 void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
-                          int rows, int ahead, int border, cudaStream_t s) {
+                          int rows, int ahead, int border, bool paired, cudaStream_t s) {
   if (ksize / 2 > kStreamMaxRadius)
     throw ConfigError("convolve: the rolling kernel takes sizes up to 7, not " + std::to_string(ksize));
-  switch (ahead) {  // 1, 2: rows ahead in registers; 3: in a shared ring (cp.async)
-    case 1: return roll_variant<1, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
-    case 3: return roll_variant<3, true>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
-    default: return roll_variant<2, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, s);
+  switch (ahead) {  // 1, 2: rows ahead in registers; 3: in a shared ring (cp.async), paired or not
+    case 1: return roll_variant<1, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, false, s);
+    case 3: return roll_variant<3, true>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, paired, s);
+    default: return roll_variant<2, false>(rows, src, dst, e, h_kernel, d_kernel, ksize, border, false, s);
   }
 }
 

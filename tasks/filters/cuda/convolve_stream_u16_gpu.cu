@@ -6,6 +6,6 @@ namespace weft::filters::device {
 template void launch_convolve_stream<std::uint16_t>(const std::uint16_t*, std::uint16_t*, Extent, const float*,
                                                     const float*, int, int, int, cudaStream_t);
 template void launch_convolve_roll<std::uint16_t>(const std::uint16_t*, std::uint16_t*, Extent, const float*,
-                                                  const float*, int, int, int, int, cudaStream_t);
+                                                  const float*, int, int, int, int, bool, cudaStream_t);
 
 }  // namespace weft::filters::device

@@ -201,10 +201,11 @@ template <class T>
 void launch_convolve_stream(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
                             int rows, int border, cudaStream_t s);
 /// Rolling strips of `rows` rows (0: sized to whole waves), `ahead` input rows loaded ahead (1 or 2 in
-/// registers, 4 through a ring in shared memory).
+/// registers, 3 through a ring in shared memory); `paired` (ring only): the even strips of one wave
+/// in pairs that exchange their boundary sums (convolve_roll_pair_kernel).
 template <class T>
 void launch_convolve_roll(const T* src, T* dst, Extent e, const float* h_kernel, const float* d_kernel, int ksize,
-                          int rows, int ahead, int border, cudaStream_t s);
+                          int rows, int ahead, int border, bool paired, cudaStream_t s);
 template <class T>
 void launch_separable_stream(const T* src, T* dst, Extent e, const float* h_row, const float* h_column, int ksize,
                              int rows, int border, cudaStream_t s);

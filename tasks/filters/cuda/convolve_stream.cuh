@@ -524,11 +524,15 @@ struct StreamLaunch {
   bool aligned;
 };
 
+/// Warps across a row: 128 columns each (32 lanes × kStreamColumns).
+__host__ __device__ constexpr long long warp_columns(Extent e) {
+  return (e.nx + 32 * kStreamColumns - 1) / (32 * kStreamColumns);
+}
+
 /// Blocks of kStreamWarps warps stacked vertically (fewer when the grid would not give two blocks
 /// per SM: small images), each warp 128 columns × rows.
 template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst, Extent e, int rows) {
-  constexpr int cols = 32 * kStreamColumns;
-  const long long blocks_x = (e.nx + cols - 1) / cols;
+  const long long blocks_x = warp_columns(e);
   const long long warps_y = (e.ny + rows - 1) / rows;
   int warps = kStreamWarps;
   const int min_blocks = 2 * multiprocessor_count();
@@ -538,6 +542,13 @@ template <class T> inline StreamLaunch stream_launch(const T* src, const T* dst,
                static_cast<unsigned>(e.slices)),
           dim3(32, warps), aligned};
 }
+/// One wave of even strips: whole blocks of kStreamWarps warps over `strips` × warp_columns warps
+/// per plane, numbered along the strips' rows (the rolling kernels' strips > 0).
+inline StreamLaunch even_strips_launch(Extent e, long long strips) {
+  const long long blocks = (strips * warp_columns(e) + kStreamWarps - 1) / kStreamWarps;
+  return {dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(e.slices)), dim3(32, kStreamWarps), true};
+}
+
 /// Rows [begin, begin + count) of strip g of `strips` that split n rows as evenly as whole rows
 /// allow (counts differ by at most one).
 struct StripSpan {

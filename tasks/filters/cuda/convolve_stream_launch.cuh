@@ -77,7 +77,7 @@ __device__ __forceinline__ void convolve_roll_body(const T* src, T* dst, Extent 
   int warp_x;
   long long g;
   if (strips > 0) {
-    const int columns = static_cast<int>((e.nx + 32 * kStreamColumns - 1) / (32 * kStreamColumns));
+    const int columns = static_cast<int>(warp_columns(e));
     const long long warp = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
     const long long unit = kPaired ? warp / 2 : warp;
     g = kPaired ? unit / columns * 2 + warp % 2 : unit / columns;
@@ -122,9 +122,8 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 :
 
 /// Paired ring strips ("rollp"; even strips only, an even count of them): neighbours meet at the
 /// ends of their streams and exchange their boundary sums instead of reading R rows past their
-/// ends (convolve_roll_strip's kPaired). A standalone probe on an H100 (plain launches, 2026-11-27,
-/// bench/filters/NOTES.md): 7×7 at 4096² 286 GP/s against 276 unpaired, 8192² 307 against 313,
-/// 5×5 at 4096² 294 against 296; within 1e-6 of Σ|k·x| of a double reference under every border.
+/// ends (convolve_roll_strip's kPaired). Not yet measured through the library; a standalone probe
+/// of the same strip code (bench/filters/NOTES.md, printed, not kept) was faster only at 7×7 4096².
 template <int R, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, 8)
     convolve_roll_pair_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border,
@@ -184,13 +183,13 @@ struct RollStrips {
 template <class Kernel> RollStrips roll_strips(Kernel* kernel, device::Extent e, int rows) {
   if (rows > 0) return {(rows + 3) / 4 * 4, 0};
   const long long warps = resident_blocks(kernel, 32 * device::kStreamWarps, 0) * device::kStreamWarps;
-  const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
-  const long long groups = warps / (columns * e.slices);  // row strips per plane in one wave
+  const long long groups = warps / (device::warp_columns(e) * e.slices);  // row strips per plane in one wave
   if (groups > 0 && e.ny / groups >= 16) return {0, static_cast<int>(groups)};
   return {16, 0};
 }
 
-/// paired: "rollp", the ring strips paired where they are even (convolve_roll_pair_kernel).
+/// paired: "rollp", the ring strips paired where they are even (convolve_roll_pair_kernel); not
+/// under WEFT_ROLL_ALTERNATE=0, as a pair is one downward and one upward strip.
 template <int R, int kAhead, bool kAsync, class T>
 void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* h_kernel, const float* d_kernel,
                  int border, bool paired, cudaStream_t stream) {
@@ -204,25 +203,16 @@ void roll_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
       RollStrips h = roll_strips(device::convolve_roll_pair_kernel<R, T>, e, rows);
       h.strips &= ~1;  // whole pairs
       if (h.strips > 0) {
-        const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
-        const long long blocks = (h.strips * columns + device::kStreamWarps - 1) / device::kStreamWarps;
-        weft::launch_chained(device::convolve_roll_pair_kernel<R, T>,
-                             dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(e.slices)),
-                             dim3(32, device::kStreamWarps), 0, stream, src, dst, e, w, border, h.strips);
+        const device::StreamLaunch l = device::even_strips_launch(e, h.strips);
+        weft::launch_chained(device::convolve_roll_pair_kernel<R, T>, l.grid, l.block, 0, stream, src, dst, e, w,
+                             border, h.strips);
         check_launch("convolve_roll_pair_kernel", stream);
         return;
       }
     }
   const RollStrips h = roll_strips(device::convolve_roll_kernel<R, kAhead, kAsync, T>, e, rows);
-  device::StreamLaunch l;
-  if (h.strips > 0) {  // whole blocks of kStreamWarps warps over strips × columns, per plane
-    const long long columns = (e.nx + 32 * device::kStreamColumns - 1) / (32 * device::kStreamColumns);
-    const long long blocks = (h.strips * columns + device::kStreamWarps - 1) / device::kStreamWarps;
-    l.grid = dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(e.slices));
-    l.block = dim3(32, device::kStreamWarps);
-  } else {
-    l = device::stream_launch(src, dst, e, h.rows);
-  }
+  const device::StreamLaunch l =
+      h.strips > 0 ? device::even_strips_launch(e, h.strips) : device::stream_launch(src, dst, e, h.rows);
   weft::launch_chained(device::convolve_roll_kernel<R, kAhead, kAsync, T>, l.grid, l.block, 0, stream, src, dst, e, w,
                        border, h.rows, h.strips, alternate_strips());
   check_launch("convolve_roll_kernel", stream);

@@ -108,7 +108,7 @@ struct ConvolvePolicy {
   /// 3×3 / 5×5 / 7×7, 512² 5.9 / 6.6 / 8.0 against the tile's 6.0 / 7.0 / 8.5. Smaller images keep
   /// the tile kernel (not measured).
   long long roll_min_pixels = 512LL * 512;
-  /// From 4096² the rows ahead of 7×7 (below roll_max_pixels) and of 3×3 (strips of 4 rows) go
+  /// From 4096² the rows ahead of 7×7 and of 3×3 (strips of 4 rows) go
   /// through a ring in shared memory ("rollq": cp.async, no register held per row in flight; 3 rows
   /// ahead since 2026-11-27, 4 before). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md):
   /// 7×7 at 4096² 297-301 (4 ahead: 290-293) against 267-275 for "rolls"; 3×3 "rollq4" at 4096²

@@ -387,8 +387,8 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
       if (a < n_in) fetch(a, ahead[a]);
     }
   }
-  // Input row k: kernel row i into acc[K − 1 − i], which holds output k − i; acc[0] (output
-  // k − 2R) is then finished, and the slots shift down by one.
+  // Input row k: kernel row i meets output k − i (acc[K − 1 − i] before the row, acc[K − 2 − i]
+  // after it); output k − 2R is then finished.
 #pragma unroll 1
   for (int k = 0; k < n_in; ++k) {
     Row cur;
@@ -415,23 +415,26 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
       x[j] = left_own ? own(cur.v, 0, R - j) : left_load ? cur.h[4 - R + j] : up;  // column xs − R + j
       x[4 + R + j] = right_own ? own(cur.v, 3, 2 - j) : right_load ? cur.h[j] : down;  // xs + 4 + j
     }
+    // Kernel row i adds into output k − i, held in acc[K − 1 − i] (i > 0; i = 0 starts it) and
+    // kept in acc[K − 2 − i] for the next row (the slots shift down by one), or stored (i = K − 1).
+    // Rows in descending order, each written in place of the slot the row after it has just read,
+    // so that the shift is a renaming and no register move.
+    float done[4];
 #pragma unroll
-    for (int i = 0; i < K; ++i) {
-      float(&a)[4] = acc[K - 1 - i];
+    for (int i = K - 1; i >= 0; --i) {
+      float a[4];
 #pragma unroll
       for (int j = 0; j < K; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const float wij = w.w[(kUp ? K - 1 - i : i) * K + j];
-          a[c] = i == 0 && j == 0 ? wij * x[c] : fmaf(wij, x[c + j], a[c]);
+          a[c] = j == 0 ? (i == 0 ? wij * x[c] : fmaf(wij, x[c], acc[K - 1 - i][c])) : fmaf(wij, x[c + j], a[c]);
         }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) (i == K - 1 ? done : acc[i == K - 1 ? 0 : K - 2 - i])[c] = a[c];
     }
     if (const int o = k - 2 * R; o >= 0 && store)
-      store4(out + (kUp ? y0 + n_out - 1 - o : y0 + o) * static_cast<long long>(nx), acc[0]);
-#pragma unroll
-    for (int m = 0; m + 1 < K; ++m)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[m][c] = acc[m + 1][c];
+      store4(out + (kUp ? y0 + n_out - 1 - o : y0 + o) * static_cast<long long>(nx), done);
   }
   if constexpr (kPaired) {
     static_assert(kAsync && R > 0, "paired strips: the ring kernels, radius 1 to 3");

@@ -11,6 +11,8 @@
 //   peers), any name the launchers parse, also outside the listed ones (e.g. rollq32: ring strips of
 //   32 rows), for A/B runs and for profiling one kernel (ncu -k ...). A restricted run still writes
 //   filters.json: give it its own WEFT_RESULTS_DIR.
+// The policy's choice and NPP are timed twice, the second time after every size, and each keeps
+// its faster timing (single launch and batch apart); the other methods once.
 // Per size it also times a device-to-device copy of the image's bytes (u8 and f32) in the same
 // batches: the bandwidth a memory-bound kernel can reach at that size ("same_size_copy").
 #include <algorithm>
@@ -143,10 +145,37 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::vector<std::string> errors;  // a failing method or peer is recorded, not fatal
   // Times `launch` (our kernels: bytes = n² elements read + written; peers over `interior_mp`).
+  // Pass 0 times every method; pass 1 times the policy's choice and NPP once more, after every
+  // size, and each keeps the faster of its two timings (single and batch apart). One timing of
+  // either at a small size could be 4× slow (conv 7×7 f32 at 1024², "auto" 30 GP/s in one run
+  // where the same kernel forced ran 124 and 120 in the run before; cause not found), which
+  // decided the comparison with NPP alone. Both sides get the same two chances.
+  int pass = 0;
   auto measure = [&](const std::string& filter, const std::string& method, int n, std::size_t elem,
                      double mp, bool transfers, const std::function<void()>& launch) {
     Row row{filter, method, n};
     if (!wanted(filter, method)) return;
+    if (pass == 1) {
+      const auto first = std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
+        return r.filter == filter && r.method == method && r.n == n;
+      });
+      if ((method != "auto" && method != "npp") || first == rows.end()) return;
+      try {
+        const double single = time_ms(kReps, stream, launch);
+        const double batch = batch_ms(single, stream, launch);
+        first->single_mps = std::max(first->single_mps, mp / (single * 1e-3));
+        first->batch_mps = std::max(first->batch_mps, mp / (batch * 1e-3));
+        first->floor_fraction =
+            std::max(first->floor_fraction, (2.0 * double(n) * n * elem / bandwidth) / (batch * 1e-3));
+        std::printf("  %-16s %-10s %5d  %9.0f MP/s single  %9.0f MP/s batch  (second timing)\n", filter.c_str(),
+                    method.c_str(), n, mp / (single * 1e-3), mp / (batch * 1e-3));
+        std::fflush(stdout);
+      } catch (const std::exception& e) {
+        std::printf("  %-16s %-10s %5d  second timing failed: %s\n", filter.c_str(), method.c_str(), n, e.what());
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
+      return;
+    }
     try {
       const double single = time_ms(kReps, stream, launch);
       const double batch = batch_ms(single, stream, launch);
@@ -175,74 +204,77 @@ int main(int argc, char** argv) {
   const filters::Border clamp = filters::Border::clamp;
 
   nlohmann::json copies = nlohmann::json::array();
-  for (int n : sizes) {
-    std::printf("-- %d x %d\n", n, n);
-    const double mp = double(n) * n / 1e6;
-    for (std::size_t elem : {std::size_t(1), std::size_t(4)}) {  // the floor at this size: a plain copy
-      const std::size_t bytes = std::size_t(n) * n * elem;
-      auto copy = [&] { WEFT_CUDA_CHECK(cudaMemcpyAsync(b.d_out, b.d_in, bytes, cudaMemcpyDeviceToDevice, stream)); };
-      const double single = time_ms(kReps, stream, copy);
-      const double batch = batch_ms(single, stream, copy);
-      const double fraction = (2.0 * bytes / bandwidth) / (batch * 1e-3);
-      std::printf("  copy %zu B/px %5d  %7.2f us single  %7.2f us batch  %4.0f%% of the copy bandwidth\n", elem, n,
-                  1e3 * single, 1e3 * batch, 100 * fraction);
-      copies.push_back({{"n", n}, {"bytes_per_pixel", elem}, {"single_us", 1e3 * single}, {"batch_us", 1e3 * batch},
-                        {"fraction_of_copy_bandwidth", fraction}});
-    }
-    for (int k : median_sizes) {
-      const std::string filter = "median" + std::to_string(k) + "x" + std::to_string(k) + " u8";
-      const std::vector<std::string> methods = methods_of(filters::gpu::median_methods(DType::u8, k, false));
-      for (const std::string& m : methods)
-        measure(filter, m, n, 1, mp, m == "auto", [&] {
-          filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, clamp, stream,
-                                      m == "auto" ? std::string_view{} : std::string_view(m));
-        });
-#if defined(WEFT_HAVE_NPP)
-      const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;  // NPP filters the interior
-      measure(filter, "npp", n, 1, interior, false, [&] {
-        npp_median(static_cast<const std::uint8_t*>(b.d_in), static_cast<std::uint8_t*>(b.d_out), n, n, k, stream);
-      });
-#endif
-    }
-    for (int k : conv_sizes) {
-      const std::string filter = "conv" + std::to_string(k) + "x" + std::to_string(k) + " f32";
-      const std::vector<std::string> methods = methods_of(filters::gpu::convolve_methods(k));
-      for (const std::string& m : methods)
-        measure(filter, m, n, 4, mp, m == "auto", [&] {
-          filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, h_weights.data(), d_weights, k, clamp,
-                                        stream, m == "auto" ? std::string_view{} : std::string_view(m));
-        });
-#if defined(WEFT_HAVE_NPP)
-      const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;
-      measure(filter, "npp", n, 4, interior, false, [&] {
-        npp_convolve(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, d_weights, k, stream);
-      });
-#endif
-      if (k >= 9) {
-        FftConvolver fft;
-        measure(filter, "cufft", n, 4, mp, false, [&] {
-          fft.run(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, stream);
-        });
+  for (; pass < 2; ++pass) {
+    for (int n : sizes) {
+      std::printf("-- %d x %d%s\n", n, n, pass == 1 ? ": the policy's choice and NPP, second timings" : "");
+      const double mp = double(n) * n / 1e6;
+      for (std::size_t elem : {std::size_t(1), std::size_t(4)}) {  // the floor at this size: a plain copy
+        if (pass == 1) break;
+        const std::size_t bytes = std::size_t(n) * n * elem;
+        auto copy = [&] { WEFT_CUDA_CHECK(cudaMemcpyAsync(b.d_out, b.d_in, bytes, cudaMemcpyDeviceToDevice, stream)); };
+        const double single = time_ms(kReps, stream, copy);
+        const double batch = batch_ms(single, stream, copy);
+        const double fraction = (2.0 * bytes / bandwidth) / (batch * 1e-3);
+        std::printf("  copy %zu B/px %5d  %7.2f us single  %7.2f us batch  %4.0f%% of the copy bandwidth\n", elem, n,
+                    1e3 * single, 1e3 * batch, 100 * fraction);
+        copies.push_back({{"n", n}, {"bytes_per_pixel", elem}, {"single_us", 1e3 * single}, {"batch_us", 1e3 * batch},
+                          {"fraction_of_copy_bandwidth", fraction}});
       }
-      // Mid-size and large kernels on f16 (and u8) images, where the tensor-core method applies.
-      for (DType t : {DType::f16, DType::u8}) {
-        if (k < 7 || k == 11 || (t == DType::u8 && k != 15 && k != 31)) continue;
-        const std::string typed = "conv" + std::to_string(k) + "x" + std::to_string(k) + " " + std::string(dtype_name(t));
-        const std::vector<std::string> typed_methods = methods_of(filters::gpu::convolve_methods(k, t));
-        for (const std::string& m : typed_methods)
-          measure(typed, m, n, dtype_size(t), mp, m == "auto", [&] {
-            filters::gpu::launch_convolve(b.d_in, b.d_out, t, 1, n, n, h_weights.data(), d_weights, k, clamp, stream,
-                                          m == "auto" ? std::string_view{} : std::string_view(m));
+      for (int k : median_sizes) {
+        const std::string filter = "median" + std::to_string(k) + "x" + std::to_string(k) + " u8";
+        const std::vector<std::string> methods = methods_of(filters::gpu::median_methods(DType::u8, k, false));
+        for (const std::string& m : methods)
+          measure(filter, m, n, 1, mp, m == "auto", [&] {
+            filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, clamp, stream,
+                                        m == "auto" ? std::string_view{} : std::string_view(m));
+          });
+  #if defined(WEFT_HAVE_NPP)
+        const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;  // NPP filters the interior
+        measure(filter, "npp", n, 1, interior, false, [&] {
+          npp_median(static_cast<const std::uint8_t*>(b.d_in), static_cast<std::uint8_t*>(b.d_out), n, n, k, stream);
+        });
+  #endif
+      }
+      for (int k : conv_sizes) {
+        const std::string filter = "conv" + std::to_string(k) + "x" + std::to_string(k) + " f32";
+        const std::vector<std::string> methods = methods_of(filters::gpu::convolve_methods(k));
+        for (const std::string& m : methods)
+          measure(filter, m, n, 4, mp, m == "auto", [&] {
+            filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, h_weights.data(), d_weights, k, clamp,
+                                          stream, m == "auto" ? std::string_view{} : std::string_view(m));
+          });
+  #if defined(WEFT_HAVE_NPP)
+        const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;
+        measure(filter, "npp", n, 4, interior, false, [&] {
+          npp_convolve(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, d_weights, k, stream);
+        });
+  #endif
+        if (k >= 9 && pass == 0) {
+          FftConvolver fft;
+          measure(filter, "cufft", n, 4, mp, false, [&] {
+            fft.run(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, stream);
+          });
+        }
+        // Mid-size and large kernels on f16 (and u8) images, where the tensor-core method applies.
+        for (DType t : {DType::f16, DType::u8}) {
+          if (k < 7 || k == 11 || (t == DType::u8 && k != 15 && k != 31)) continue;
+          const std::string typed = "conv" + std::to_string(k) + "x" + std::to_string(k) + " " + std::string(dtype_name(t));
+          const std::vector<std::string> typed_methods = methods_of(filters::gpu::convolve_methods(k, t));
+          for (const std::string& m : typed_methods)
+            measure(typed, m, n, dtype_size(t), mp, m == "auto", [&] {
+              filters::gpu::launch_convolve(b.d_in, b.d_out, t, 1, n, n, h_weights.data(), d_weights, k, clamp, stream,
+                                            m == "auto" ? std::string_view{} : std::string_view(m));
+            });
+        }
+        const std::string sep = "separable" + std::to_string(k) + " f32";
+        const std::vector<std::string> sep_methods = methods_of(filters::gpu::separable_methods(k));
+        for (const std::string& m : sep_methods)
+          measure(sep, m, n, 4, mp, m == "auto", [&] {
+            filters::gpu::launch_convolve_separable(b.d_in, b.d_out, b.d_scratch, DType::f32, 1, n, n,
+                                                    h_weights.data(), h_weights.data(), d_weights, d_weights, k, clamp,
+                                                    stream, m == "auto" ? std::string_view{} : std::string_view(m));
           });
       }
-      const std::string sep = "separable" + std::to_string(k) + " f32";
-      const std::vector<std::string> sep_methods = methods_of(filters::gpu::separable_methods(k));
-      for (const std::string& m : sep_methods)
-        measure(sep, m, n, 4, mp, m == "auto", [&] {
-          filters::gpu::launch_convolve_separable(b.d_in, b.d_out, b.d_scratch, DType::f32, 1, n, n,
-                                                  h_weights.data(), h_weights.data(), d_weights, d_weights, k, clamp,
-                                                  stream, m == "auto" ? std::string_view{} : std::string_view(m));
-        });
     }
   }
 
@@ -325,8 +357,9 @@ int main(int argc, char** argv) {
                     "back-to-back launches), bytes = input + output, against the measured D2D copy bandwidth "
                     "(*_from_2048: the same minimum over every image from 2048^2; same_size_copy: what a plain "
                     "copy of the image reaches at each size); NPP: minimum over sizes and filters of auto / NPP, "
-                    "single launches and batches; best_method_*: the same with the fastest method per size "
-                    "instead of auto");
+                    "single launches and batches; auto and NPP each the faster of two timings, the second "
+                    "after every size (the other methods one); best_method_*: the same with the fastest "
+                    "method per size instead of auto");
   result.metric("median3x3_fraction_min_from_2048", median3_min_2048);
   result.metric("conv_up_to_7x7_fraction_min_from_2048", conv7_min_2048);
   result.metric("best_method_median3x3_fraction_min", best_median3_min);

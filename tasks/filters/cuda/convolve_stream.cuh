@@ -433,6 +433,8 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
           const float wij = w.w[(kUp ? K - 1 - i : i) * K + j];
           a[c] = j == 0 ? (i == 0 ? wij * x[c] : fmaf(wij, x[c], acc[K - 1 - i][c])) : fmaf(wij, x[c + j], a[c]);
         }
+      // Row K − 1 finishes output k − 2R (done); the others keep theirs one slot down. (The inner
+      // select only keeps the index of the branch not taken at i = K − 1 inside the array.)
 #pragma unroll
       for (int c = 0; c < 4; ++c) (i == K - 1 ? done : acc[i == K - 1 ? 0 : K - 2 - i])[c] = a[c];
     }

@@ -59,19 +59,30 @@ template <class T> __device__ __forceinline__ float load1(const T* __restrict__ 
   else return static_cast<float>(__ldg(p));
 }
 
-/// The same from shared memory (a plain load; __ldg reads global memory only).
-template <class T> __device__ __forceinline__ void load4_shared(const T* p, float (&v)[4]) {
-  widen4<T>(*reinterpret_cast<const Vector4<T>*>(p), v);
-}
-
-/// Asynchronous copy of the 4 elements at `from` (global, aligned to 4 elements) to `to` (shared):
+/// Asynchronous copy of the 4 elements at `from` (global, aligned to 4 elements) to the shared-memory
+/// address `to` (__cvta_generic_to_shared, taken once by the caller rather than at every copy):
 /// cp.async, which holds no register while in flight; committed as groups, waited for by count.
-template <class T> __device__ __forceinline__ void copy4_async(T* to, const T* from) {
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(to));
+template <class T> __device__ __forceinline__ void copy4_async_at(unsigned to, const T* from) {
   if constexpr (sizeof(T) == 4)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(from) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from) : "memory");
   else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(at), "l"(from), "n"(4 * sizeof(T)) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(from), "n"(4 * sizeof(T)) : "memory");
+}
+/// Four elements at a shared-memory address (aligned to 4 elements) as floats. Volatile: kept in
+/// order with the cp.async waits.
+template <class T> __device__ __forceinline__ void load4_shared_at(unsigned at, float (&v)[4]) {
+  Vector4<T> u;
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(u.x), "=f"(u.y), "=f"(u.z), "=f"(u.w) : "r"(at));
+  } else if constexpr (sizeof(T) == 2) {
+    asm volatile("ld.shared.v4.u16 {%0, %1, %2, %3}, [%4];\n" : "=h"(u.x), "=h"(u.y), "=h"(u.z), "=h"(u.w) : "r"(at));
+  } else {
+    unsigned a, b, c, d;
+    asm volatile("ld.shared.v4.u8 {%0, %1, %2, %3}, [%4];\n" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(at));
+    u = make_uchar4(static_cast<unsigned char>(a), static_cast<unsigned char>(b), static_cast<unsigned char>(c),
+                    static_cast<unsigned char>(d));
+  }
+  widen4<T>(u, v);
 }
 __device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending> __device__ __forceinline__ void wait_async() {
@@ -333,9 +344,9 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   };
   // Row k of the strip (0 ≤ k < n_in); under clamp and mirror, rows past ny − 1 + R capped as in
   // convolve_inside_strip.
+  // 32-bit offsets: planes under 2³¹ elements (small_plane).
   auto row_at = [&](int y) {
-    return in + (kBorder == kZero ? min(max(y, 0), ny - 1) : near_index(min(y, ny - 1 + R), ny, kBorder)) *
-                    static_cast<long long>(nx);
+    return in + (kBorder == kZero ? min(max(y, 0), ny - 1) : near_index(min(y, ny - 1 + R), ny, kBorder)) * nx;
   };
   auto clear_outside = [&](int y, Row& row) {
     if (kBorder == kZero && (y < 0 || y >= ny)) {
@@ -353,21 +364,24 @@ __device__ __forceinline__ void convolve_roll_strip(const T* __restrict__ src, T
   // kAsync: row k's copies go to slot k mod (kAhead + 1), one commit group per row (empty past
   // the strip, so that the count of groups in flight stays kAhead); a lane's vector at 4 · lane,
   // the edge lanes' neighbouring vectors after the 32 lanes'.
-  auto slot = [&](int k) { return ring + (k % (kAhead + 1)) * kRingSlot; };
-  const int side = (right_load ? 33 : 32) * 4;
+  // Shared-memory addresses: the ring's, converted once, and this lane's vector and the side vector
+  // within a slot (the conversion at every copy and load cost about 6 instructions per row).
+  const unsigned ring_at = kAsync ? static_cast<unsigned>(__cvta_generic_to_shared(ring)) : 0u;
+  auto slot = [&](int k) { return ring_at + static_cast<unsigned>(k % (kAhead + 1)) * (kRingSlot * sizeof(T)); };
+  const unsigned own_at = lane * 4 * sizeof(T), side_at = (right_load ? 33 : 32) * 4 * sizeof(T);
   auto issue = [&](int k) {
     if (k < n_in) {
       const T* at = row_at(in_row(k));
-      copy4_async(slot(k) + lane * 4, at);
+      copy4_async_at(slot(k) + own_at, at);
       if constexpr (R > 0)
-        if (left_load || right_load) copy4_async(slot(k) + side, at + (left_load ? -4 : 4));
+        if (left_load || right_load) copy4_async_at(slot(k) + side_at, at + (left_load ? -4 : 4));
     }
     commit_async();
   };
   auto take = [&](int k, Row& row) {
-    load4_shared(slot(k) + lane * 4, row.v);
+    load4_shared_at<T>(slot(k) + own_at, row.v);
     if constexpr (R > 0)
-      if (left_load || right_load) load4_shared(slot(k) + side, row.h);
+      if (left_load || right_load) load4_shared_at<T>(slot(k) + side_at, row.h);
     clear_outside(in_row(k), row);
   };
   auto own = [](const float (&v)[4], int clamp_at, int mirror_at) {

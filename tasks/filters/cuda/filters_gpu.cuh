@@ -114,7 +114,9 @@ struct ConvolvePolicy {
   /// 7×7 at 4096² 297-301 (4 ahead: 290-293) against 267-275 for "rolls"; 3×3 "rollq4" at 4096²
   /// 347-349 (4 ahead: 350-351) against 321-324 for "rolls", at 8192² 366-368. 7×7 at 8192²: "rolls"
   /// (307-308 in 128-row strips) until the strips were split evenly over the wave (2026-11-27,
-  /// eleventh session: "rollq" 319-321 against "rolls" 313-318 in two runs of one H100).
+  /// eleventh session: "rollq" 319-321 against "rolls" 313-318 in two runs of one H100); "rolls"
+  /// again from 8192² since the ring's shared addresses are converted once (twelfth session, one
+  /// H100, two runs: "rolls" 322 against "rollq" 310; at 4096² "rollq" 318 against 287).
   long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
   /// Below 4096² the ring pays too where the image is small: filters.json at bf0271c (H100,
   /// batches, GP/s, every method in one run): at 512² 4-row strips through the ring ("rollq4")
@@ -125,7 +127,7 @@ struct ConvolvePolicy {
   /// against "roll" 230-232 and "rolls" 290-291; 7×7 "rollq" 187-199 against "roll" 166-169.
   long long ring_strips_max_pixels = 1024LL * 1024 - 1;  // every radius ≤ 3: "rollq4"; 3×3 always
   long long ring_long_min_pixels = 2048LL * 2048;        // 5×5, 7×7: "rollq" (one wave) from here
-  long long roll_max_pixels = 8192LL * 8192;  // 5×5 from here: the 4-row streaming strips
+  long long roll_max_pixels = 8192LL * 8192;  // from here 5×5: the 4-row streaming strips; 7×7: "rolls"
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
   /// of tensor_min_pixels or more; from tensor_large_size on only from tensor_large_min_pixels
@@ -149,7 +151,7 @@ struct ConvolvePolicy {
       if (pixels <= ring_strips_max_pixels || r == 1) return {"rollq", 4};
       if (pixels < roll_large_min_pixels)
         return r >= 2 && pixels >= ring_long_min_pixels ? ConvolveChoice{"rollq", 0} : ConvolveChoice{"roll", 0};
-      if (r == 3) return {"rollq", 0};
+      if (r == 3) return {pixels < roll_max_pixels ? "rollq" : "rolls", 0};
       if (r == 2 && pixels < roll_max_pixels) return {"rolls", 0};
     }
     if (pixels <= small_max_pixels || r > blocked_max_radius) return {"tile", 0};

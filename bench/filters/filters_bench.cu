@@ -224,12 +224,12 @@ int main(int argc, char** argv) {
             filters::gpu::launch_median(b.d_in, b.d_out, DType::u8, 1, n, n, k, false, clamp, stream,
                                         m == "auto" ? std::string_view{} : std::string_view(m));
           });
-  #if defined(WEFT_HAVE_NPP)
+#if defined(WEFT_HAVE_NPP)
         const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;  // NPP filters the interior
         measure(filter, "npp", n, 1, interior, false, [&] {
           npp_median(static_cast<const std::uint8_t*>(b.d_in), static_cast<std::uint8_t*>(b.d_out), n, n, k, stream);
         });
-  #endif
+#endif
       }
       for (int k : conv_sizes) {
         const std::string filter = "conv" + std::to_string(k) + "x" + std::to_string(k) + " f32";
@@ -239,12 +239,12 @@ int main(int argc, char** argv) {
             filters::gpu::launch_convolve(b.d_in, b.d_out, DType::f32, 1, n, n, h_weights.data(), d_weights, k, clamp,
                                           stream, m == "auto" ? std::string_view{} : std::string_view(m));
           });
-  #if defined(WEFT_HAVE_NPP)
+#if defined(WEFT_HAVE_NPP)
         const double interior = double(n - 2 * (k / 2)) * (n - 2 * (k / 2)) / 1e6;
         measure(filter, "npp", n, 4, interior, false, [&] {
           npp_convolve(static_cast<const float*>(b.d_in), static_cast<float*>(b.d_out), n, n, d_weights, k, stream);
         });
-  #endif
+#endif
         if (k >= 9 && pass == 0) {
           FftConvolver fft;
           measure(filter, "cufft", n, 4, mp, false, [&] {

@@ -294,10 +294,8 @@ __device__ __forceinline__ void convolve_inside_strip(const T* __restrict__ src,
 /// lanes past the image load the last vector and store nothing (nx ≥ 4). Rows are mapped by
 /// selects (near_index) under clamp and mirror, and outside rows read as zeros under the zero
 /// border.
-/// One row per iteration: the accumulators shift down by one slot per row, the kernel rows taken
-/// last to first so that each row's sums land in the slot the next one has just read (a renaming:
-/// 4 to 9 MOV per row in the SASS of the 7×7 ring kernel's loops, 544 MOV in the whole kernel
-/// before against 474; 7×7 f32 at 4096² +2 % on an H100, bench/filters/NOTES.md); kAhead
+/// One row per iteration: the accumulators shift down by one slot per row, as a renaming rather
+/// than register moves (the loop's comment; SASS and timings in bench/filters/NOTES.md); kAhead
 /// input rows are loaded ahead of the one in use (a ring shifted by moves). Unrolling K rows
 /// instead (output o in slot o mod K, no moves) let ptxas hoist the body's loads: 128 registers
 /// at 7×7, and slower on an H200 at every size and radius (bench/filters/NOTES.md).

@@ -55,9 +55,9 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
 /// kStreamWarps warps stacked vertically, or (strips > 0) one wave of even strips, the block's
 /// warps side by side along a strip's rows; rows 4-element aligned (rows_aligned), planes that
 /// small_plane<R> takes (else the launcher runs the 4-row streaming kernel).
-/// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 120 bytes under nvcc 13 since
-/// the upward strips, 32 before, and ran 306 GP/s at 8192² on an H100 where 80 registers and 6
-/// blocks ran 240; the policy no longer takes it for 7×7); two rows ahead: 80.
+/// One row ahead: at most 64 registers (8 blocks per SM; 7×7 spills 172 bytes of stores and 184 of
+/// loads under nvcc 13, and is the policy's 7×7 from 8192²: 322 GP/s on an H100, where 80
+/// registers and 6 blocks ran 240); two rows ahead: 80.
 /// kAsync: the rows ahead go through a ring in shared memory (cp.async), kAhead + 1 slots per warp
 /// (3 ahead: 64 registers without spills at 7×7, 8.7 KB of shared memory per block for f32; 7×7 at
 /// 4096² on an H100 297-301 GP/s against 290-293 with 4 ahead, 6 ahead 286, 7 ahead 287, the cause
@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(32 * kStreamWarps, kAhead == 1 || kAsync ? 8 :
 
 /// Paired ring strips ("rollp"; even strips only, an even count of them): neighbours meet at the
 /// ends of their streams and exchange their boundary sums instead of reading R rows past their
-/// ends (convolve_roll_strip's kPaired). Not yet measured through the library; a standalone probe
-/// of the same strip code (bench/filters/NOTES.md, printed, not kept) was faster only at 7×7 4096².
+/// ends (convolve_roll_strip's kPaired). Exact, but not faster than "rollq" through the library
+/// (7×7 at 4096² and 8192² on an H100, bench/filters/NOTES.md): not in the policy.
 template <int R, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, 8)
     convolve_roll_pair_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w, int border,

@@ -128,8 +128,14 @@ struct Job {
   Shape shape;
   morphology::MaskReader reader;
   std::vector<Place> places;
+  const Cluster* cluster = nullptr;
   double budget = 0;
   bool gpu = false;
+  bool host_turns = false;  ///< the ranks of a host read their slabs in turns (SlabReadTurns)
+  /// Fresh turns for one run of a slab graph (collective under MPI; none without host_turns).
+  [[nodiscard]] std::shared_ptr<const morphology::SlabReadTurns> read_turns() const {
+    return host_turns ? morphology::slab_read_turns(places, *cluster) : nullptr;
+  }
   [[nodiscard]] Element element() const { return morphology::parse_element(o.element); }
 };
 
@@ -146,7 +152,7 @@ int derive_max_size(const Job& job) {
                                                  bytes);
     auto result = std::make_shared<morphology::MaxDistance>();
     Graph graph;
-    morphology::add_slab_max_distance(graph, plan, job.element(), job.reader, ranks, result);
+    morphology::add_slab_max_distance(graph, plan, job.element(), job.reader, ranks, result, job.read_turns());
     morphology::SlabMapper slabs(job.places);
     (void)run_graph(graph, job.common, 2, {&slabs}, /*preliminary=*/true);
     logger("app")->debug("max distance with a halo of {} planes: {} ({})", halo, result->value,
@@ -179,7 +185,8 @@ Graph granulometry_graph(const Job& job, const SlabPlan& plan, int max_size,
   }
   Graph graph;
   const morphology::SlabGraph slabs = morphology::add_slab_granulometry(
-      graph, plan, g, job.reader, static_cast<std::int64_t>(parse_bytes(job.o.read_chunk, "--read-chunk")));
+      graph, plan, g, job.reader, static_cast<std::int64_t>(parse_bytes(job.o.read_chunk, "--read-chunk")),
+      job.read_turns());
   auto& sink = graph.add<granulometry::ReportSink>("report", job.o.output, report, plan, job.o.size_map, on_round);
   graph.connect(slabs.remaining, sink.remaining);
   graph.connect(slabs.spectrum, sink.spectrum);
@@ -221,9 +228,10 @@ int granulometry_main(int argc, char** argv) {
              "pattern spectrum). The volume is split along z into slabs over every GPU of every rank\n"
              "(or one CPU per rank with --devices cpu), each read with a halo of 2(N+1) planes by the\n"
              "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
-             "GPUs of one rank read their slabs in turns on the rank's reading threads (WEFT_READ_THREADS,\n"
-             "default three quarters of its CPUs), the halo two slabs share read once; the first slabs,\n"
-             "whose openings start earlier, get more planes. The curve is the same whatever the places.\n"
+             "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
+             "default three quarters of a rank's CPUs; WEFT_HOST_TURNS=0 lets the ranks of a host read at\n"
+             "once), the halo two slabs of one rank share read once; the first slabs, whose openings\n"
+             "start earlier, get more planes. The curve is the same whatever the places.\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))
     return 0;
@@ -254,13 +262,23 @@ int granulometry_main(int argc, char** argv) {
   job.common = common;
   job.shape = granulometry::check_input(o.input);
   const granulometry::DirectSource source = granulometry::direct_source(o.input);  // its chunk index shared
-  const morphology::ThresholdRule resolved = resolve_threshold(o, rule, source);
-  job.reader = mask_reader(o, job.shape, resolved, source);
   const Cluster local{{local_devices(0)}};
   const Cluster& cluster = env ? env->cluster() : local;
+  job.cluster = &cluster;
   job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
   job.gpu = job.places.front().is_gpu();
   job.budget = slab_budget(o, job.places, cluster);
+  // The GPU places of several ranks of a host read their slabs in turns, each rank with as many
+  // reading threads as if alone (decided before the first read starts them). Not with --median,
+  // whose reading filters on the host's cores.
+  job.host_turns = job.gpu && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
+  morphology::read_in_host_turns(job.host_turns);
+  if (job.host_turns && root)
+    logger("app")->info("granulometry: the GPUs of several ranks of a host read their slabs in turns "
+                        "({} reading threads per rank; WEFT_HOST_TURNS=0: all at once)",
+                        morphology::read_threads());
+  const morphology::ThresholdRule resolved = resolve_threshold(o, rule, source);
+  job.reader = mask_reader(o, job.shape, resolved, source);
   const int workers = static_cast<int>(job.places.size());
 
   // One slab holding the whole volume finds N itself; several need it first (their halo).
@@ -276,14 +294,19 @@ int granulometry_main(int argc, char** argv) {
                                             workers, o.slab_planes, job.budget,
                                             morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map,
                                                                              job.gpu));
-  // The GPUs of one rank read their slabs in turns (one after the other at the rate of every
-  // core): the first slabs, which start their openings earlier, get more planes (slabs.hpp). Not
-  // with --median, whose reading filters on the host at another rate.
+  // The GPUs of one host read their slabs in turns (one after the other at the rate of every
+  // core: ReadTurn within a rank, SlabReadTurns between ranks): the first slabs, which start their
+  // openings earlier, get more planes (slabs.hpp). Not with --median, whose reading filters on the
+  // host at another rate, nor over several hosts, whose turns run side by side.
   const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
                                     [&](const Place& p) { return p.rank == job.places.front().rank; });
+  const bool one_host = std::all_of(job.places.begin(), job.places.end(), [&](const Place& p) {
+    return cluster.ranks[static_cast<std::size_t>(p.rank)].host ==
+           cluster.ranks[static_cast<std::size_t>(job.places.front().rank)].host;
+  });
   if (job.gpu && max_size >= 0)
     morphology::balance_for_gpus(plan, job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)),
-                                 o.slab_planes > 0, one_rank && o.median == 0);
+                                 o.slab_planes > 0, (one_rank || (one_host && job.host_turns)) && o.median == 0);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

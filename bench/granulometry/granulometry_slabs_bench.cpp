@@ -90,13 +90,13 @@ struct Measure {
 };
 
 /// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them
-/// for a u8 volume (balance_for_gpus; `one_rank`: every place on this rank, so reads in turns);
+/// for a u8 volume (balance_for_gpus; `in_turns`: every place on this host, read in turns);
 /// `read_cost` ≥ 0 replaces the app's SlabPlan::read_cost (--read-cost).
-morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, bool one_rank,
+morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, bool in_turns,
                               double read_cost) {
   auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
                                      morphology::slab_bytes_per_voxel(e, last, false, true));
-  morphology::balance_for_gpus(plan, e, last, 1, false, one_rank);
+  morphology::balance_for_gpus(plan, e, last, 1, false, in_turns);
   if (read_cost >= 0) plan.read_cost = read_cost;
   return plan;
 }
@@ -202,7 +202,7 @@ double budget_for(const Environment& env, const std::vector<Place>& places) {
 /// One run of the slab graph over `plan` (plan_for the places); `trim`: give the device pools back
 /// after it (else the next run of the same configuration reuses them, as the warm-up intends).
 Measure run_once(const Environment& env, const Array& volume, Element e, int last, const morphology::SlabPlan& plan,
-                 const std::vector<Place>& places, bool trim, std::int64_t read_chunk) {
+                 const std::vector<Place>& places, bool trim, std::int64_t read_chunk, bool host_turns) {
   const Shape& s = volume.shape();
   // The reading of a worker's first slab overlaps only its own transfers (chunk by chunk; its GPU
   // waits for the whole slab).
@@ -213,7 +213,9 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   };
   auto total = std::make_shared<std::vector<std::int64_t>>();
   Graph g;
-  const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader, read_chunk);
+  // Fresh host turns for this run, as the program makes them (collective; none within one rank).
+  const auto turns = host_turns ? morphology::slab_read_turns(places, env.cluster()) : nullptr;
+  const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader, read_chunk, turns);
   auto& sink = g.add<CurveSink>(plan.workers, total);
   g.connect(slabs.remaining, sink.remaining);
   g.connect(slabs.spectrum, sink.spectrum);
@@ -373,8 +375,13 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   if (root) std::printf("generating %lld^3 overlapping balls on every rank...\n", static_cast<long long>(size)), std::fflush(stdout);
   const Array volume = morphology::overlapping_balls(Shape(size, size, size), 2, 40, 0.4, 7);
-  if (root) std::printf("  %.1f s; %zu GPU place(s) over %d rank(s)\n",
-                        std::chrono::duration<double>(Clock::now() - t0).count(), all.size(), env.size());
+  // As the program decides it: the ranks of a host read their slabs in turns (WEFT_HOST_TURNS=0:
+  // at once), each with the reading threads of a rank alone on the host.
+  const bool host_turns = morphology::ranks_read_in_turns(all, env.cluster());
+  morphology::read_in_host_turns(host_turns);
+  if (root) std::printf("  %.1f s; %zu GPU place(s) over %d rank(s)%s; %d reading threads per rank\n",
+                        std::chrono::duration<double>(Clock::now() - t0).count(), all.size(), env.size(),
+                        host_turns ? ", the ranks of a host reading in turns" : "", morphology::read_threads());
   double bandwidth = 0;
   {
     cudaStream_t stream = nullptr;
@@ -444,15 +451,21 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), env.size() == 1, read_cost);
+        const bool one_rank = std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == places[0].rank; });
+        const bool one_host = std::all_of(places.begin(), places.end(), [&](const Place& p) {
+          return env.cluster().ranks[static_cast<std::size_t>(p.rank)].host ==
+                 env.cluster().ranks[static_cast<std::size_t>(places[0].rank)].host;
+        });
+        const bool in_turns = one_rank || (one_host && host_turns);
+        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), in_turns, read_cost);
         std::vector<std::int64_t> own_each;
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
         // Warm: device pools (kept for the timed runs, given back after the last of them, so that
         // the next element or GPU count starts from empty pools), pinned host memory.
-        (void)run_once(env, volume, e, last, plan, places, false, read_chunk);
+        (void)run_once(env, volume, e, last, plan, places, false, read_chunk, host_turns);
         Measure best;
         for (int r = 0; r < repeats; ++r) {
-          Measure m = run_once(env, volume, e, last, plan, places, r + 1 == repeats, read_chunk);
+          Measure m = run_once(env, volume, e, last, plan, places, r + 1 == repeats, read_chunk, host_turns);
           if (r == 0 || m.wall < best.wall) best = m;
         }
         // The read phase alone, by hand (best of 2): the wall a run gets if reading does not overlap.
@@ -472,6 +485,7 @@ int main(int argc, char** argv) {
         const double eff_bound = base.wall / ((best.compute + read) * g);
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
+                    {"host_turns", host_turns && morphology::ranks_read_in_turns(places, env.cluster())},
                     {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
                     {"read_end_seconds_each", best.read_end_each}, {"openings_start_seconds_each", best.start_each},
                     {"openings_end_seconds_each", best.end_each},
@@ -501,7 +515,8 @@ int main(int argc, char** argv) {
   }
   if (!root) return 0;
   nlohmann::json slabs = {{"volume", size}, {"max_size", last}, {"copy_bandwidth_GBps", bandwidth / 1e9},
-                          {"ranks", env.size()}, {"gpu_places", all.size()}, {"runs", rows},
+                          {"ranks", env.size()}, {"gpu_places", all.size()}, {"read_threads_per_rank", morphology::read_threads()},
+                          {"runs", rows},
                           {"note", "wall: the graph's run (slabs read from host memory as foreground bits by "
                                    "pieces on every core, uploads, unpacking, openings, sums); "
                                    "compute: the slowest worker's time in its openings (over every rank under "
@@ -509,8 +524,9 @@ int main(int argc, char** argv) {
                                    "read the same way into pinned chunks, uploaded and unpacked by a hand-written "
                                    "loop, every worker at once (slowest worker); efficiency_wall_bound: "
                                    "T1 wall / (g (compute + read_upload)), the wall efficiency of a run whose "
-                                   "reading overlaps no opening; read_cost > 0 (one rank): the workers read their "
-                                   "slabs in turns, each slab's leading halo taken from the slab before, and "
+                                   "reading overlaps no opening; read_cost > 0 (one host): the workers read their "
+                                   "slabs in turns (host_turns: between ranks too), each slab's leading halo "
+                                   "taken from the slab before when both are on one rank, and "
                                    "the first slabs, which start their openings earlier, get more planes "
                                    "(own_planes_each), so that the slowest worker's compute is longer than in "
                                    "an even split by design; read_end / openings_start / openings_end_seconds_each: "

@@ -310,5 +310,40 @@ TEST(GranulometryGpu, ProgramOnGpuMatchesCpu) {
   std::filesystem::remove_all(dir);
 }
 
+/// The program on the GPUs of 1, 2 and 4 ranks writes the CPU's curve. Where the host has a GPU
+/// per rank, the ranks read their slabs in turns (SlabReadTurns), and the log says so.
+TEST(GranulometryGpu, ProgramOnTheGpusOfOneTwoFourRanksMatchesCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+#if defined(WEFT_MPIEXEC)
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/apps/weft";
+  if (!std::filesystem::exists(weft)) GTEST_SKIP() << "weft program not built";
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  const auto dir = std::filesystem::temp_directory_path() / ("weft-gran-ranks-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string sample = (dir / "sample.h5").string();
+  ASSERT_EQ(std::system((weft + " granulometry --generate-sample " + sample + " --sample-size 96").c_str()), 0);
+  for (const char* element : {"octahedron", "ball"}) {
+    const std::string args = " granulometry --input " + sample + ":/exchange/data --element " + element +
+                             " --max-size 12 --output ";
+    const std::string cpu = (dir / (std::string(element) + "-cpu")).string();
+    ASSERT_EQ(std::system((weft + args + cpu + " --devices cpu").c_str()), 0);
+    for (int ranks : {1, 2, 4}) {
+      const std::string out = (dir / (std::string(element) + "-" + std::to_string(ranks))).string();
+      const std::string log = out + ".log";
+      const std::string command = std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " +
+                                  std::to_string(ranks) + " " + weft + args + out + " --devices gpu > " + log + " 2>&1";
+      ASSERT_EQ(std::system(command.c_str()), 0) << read_text(log);
+      EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(out + "/curve.csv")) << element << ", " << ranks << " ranks";
+      const bool turns = read_text(log).find("read their slabs in turns") != std::string::npos;
+      EXPECT_EQ(turns, ranks > 1 && gpus >= ranks) << read_text(log);
+    }
+  }
+  std::filesystem::remove_all(dir);
+#else
+  GTEST_SKIP() << "no mpiexec";
+#endif
+}
+
 }  // namespace
 }  // namespace weft

@@ -1,9 +1,12 @@
 // The slab graph over every rank's CPU (run alone and under mpiexec -n 2 and -n 4): many slabs
 // per place, each read on the rank that computes it; the summed curve, the size map and the
-// first pass's maximum distance equal the whole volume's, computed in one piece.
+// first pass's maximum distance equal the whole volume's, computed in one piece. The ranks of one
+// host take turns (HostTurns), and their slab sources read in those turns.
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +19,7 @@
 
 #include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
+#include "weft/exec/host_turns.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/synthetic.hpp"
@@ -216,6 +220,117 @@ TEST(SlabGraph, ASourceReadsItsNextChunkWhileItWaitsForTheCurrentOne) {
   EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0);
   EXPECT_EQ(most, 1 + morphology::kSlabReadAhead);
   for (std::int64_t z = 0; z < kShape[0]; ++z) EXPECT_EQ(reads[static_cast<std::size_t>(z)], 1) << z;
+}
+
+/// Seconds on the host's monotonic clock (the same in every process of a host).
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+/// Every rank's values, in rank order.
+std::vector<double> gather(const std::vector<double>& mine) {
+  if (!env->distributed() || env->size() == 1) return mine;
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(env->size())), offsets(counts.size());
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) offsets[r] = total, total += counts[r];
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), n, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+  return all;
+}
+
+TEST(HostTurns, TheRanksOfAHostTakeTheirTurnsInOrder) {
+  // Each rank takes turn `host_index` and holds it 20 ms: no two turns overlap, in index order.
+  HostTurns turns;
+  EXPECT_EQ(turns.host_ranks(), env->size());  // one host here
+  ASSERT_TRUE(turns.wait(turns.host_index()));
+  const double start = now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double end = now();
+  turns.end(turns.host_index());
+  const auto all = gather({static_cast<double>(turns.host_index()), start, end});
+  std::vector<std::pair<double, double>> by_index(all.size() / 3);
+  for (std::size_t r = 0; r < by_index.size(); ++r)
+    by_index[static_cast<std::size_t>(all[3 * r])] = {all[3 * r + 1], all[3 * r + 2]};
+  for (std::size_t i = 1; i < by_index.size(); ++i) EXPECT_LE(by_index[i - 1].second, by_index[i].first) << i;
+  EXPECT_TRUE(turns.wait(turns.host_ranks()));  // every turn has ended
+  EXPECT_EQ(turns.ended(), turns.host_ranks());
+  turns.end(0);  // an earlier end changes nothing
+  EXPECT_EQ(turns.ended(), turns.host_ranks());
+}
+
+TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
+  HostTurns turns;  // collective: every rank makes one
+  int polls = 0;
+  EXPECT_FALSE(turns.wait(1000, [&] { return ++polls == 3; }));
+  EXPECT_EQ(polls, 3);
+  EXPECT_TRUE(turns.wait(0));
+}
+
+TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
+  // One CPU place per rank, one round (own 0) or several (own 4), chunks of 5 planes, each read
+  // taking 3 ms: slab (round r, worker w) is turn r · W + w of the host, and every read of a turn
+  // ends before the first read of the next one starts. The curve is the whole volume's.
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  const auto turns = morphology::slab_read_turns(places, env->cluster());
+  if (env->size() == 1) {
+    EXPECT_EQ(turns, nullptr);  // one rank's sources take turns through ReadTurn
+    GTEST_SKIP() << "the turns of several ranks";
+  }
+  ASSERT_NE(turns, nullptr);
+  const std::int64_t chunk = 5 * kShape[1] * kShape[2];
+  for (const std::int64_t own : {0, 4}) {
+    const int last = 3;
+    const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
+                                             static_cast<int>(places.size()), own, 0, 0);
+    std::mutex mutex;
+    std::vector<std::pair<double, double>> calls;  // this rank's reads: start, end
+    morphology::MaskReader timed = [&](std::int64_t first, std::int64_t count) {
+      const double start = now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      Array bits = read_bits(first, count);
+      const std::lock_guard lock(mutex);
+      calls.emplace_back(start, now());
+      return bits;
+    };
+    auto record = std::make_shared<Record>();
+    Graph g;
+    const auto slabs = morphology::add_slab_granulometry(g, plan, {Element::octahedron, last, true, {}}, timed, chunk,
+                                                         morphology::slab_read_turns(places, env->cluster()));
+    auto& sink = g.add<RecordSink>(plan, record);
+    g.connect(slabs.remaining, sink.remaining);
+    g.connect(slabs.spectrum, sink.spectrum);
+    for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
+    Executor ex({.channel_capacity = 2});
+    ex.run(g, map_slabs(g, places)).wait();
+    // This rank's worker reads its slabs one after the other, each in slab_pieces calls (no
+    // halo taken from another rank's share): {turn, first start, last end} per slab.
+    std::sort(calls.begin(), calls.end());
+    std::vector<double> mine;
+    std::size_t at = 0;
+    const int w = env->rank();
+    for (int r = 0; r < plan.rounds(); ++r) {
+      const std::size_t n = morphology::slab_pieces(plan, std::int64_t{r} * plan.workers + w, chunk / (kShape[1] * kShape[2])).size();
+      if (n == 0) continue;
+      ASSERT_LE(at + n, calls.size());
+      double first = calls[at].first, end = 0;
+      for (std::size_t k = at; k < at + n; ++k) end = std::max(end, calls[k].second);
+      mine.insert(mine.end(), {static_cast<double>(turns->turn(r, w)), first, end});
+      at += n;
+    }
+    EXPECT_EQ(at, calls.size());
+    const auto all = gather(mine);
+    std::vector<std::array<double, 3>> slabs_read;
+    for (std::size_t k = 0; k + 2 < all.size(); k += 3) slabs_read.push_back({all[k], all[k + 1], all[k + 2]});
+    std::sort(slabs_read.begin(), slabs_read.end());
+    for (std::size_t k = 1; k < slabs_read.size(); ++k) {
+      EXPECT_EQ(slabs_read[k][0], slabs_read[k - 1][0] + 1) << "own " << own;
+      EXPECT_LE(slabs_read[k - 1][2], slabs_read[k][1]) << "own " << own << ", turn " << slabs_read[k][0];
+    }
+    if (env->rank() == 0) {
+      const auto whole = morphology::granulometry_cpu(volume(), {Element::octahedron, last, true, {}});
+      EXPECT_EQ(record->remaining, whole.remaining) << "own " << own;
+    }
+  }
 }
 
 TEST(SlabGraph, FirstPassFindsTheLargestDistance) {

@@ -4,6 +4,7 @@
 #include "weft/data/dtype.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
+#include "weft/exec/host_turns.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/graph/task.hpp"
 #include "weft/graph/value.hpp"

@@ -180,6 +180,7 @@ class FiringContext final : public Context {
   const Place& place() const override { return node_.place; }
   void* stream() const override { return stream_; }
   const Task& task() const override { return *node_.task; }
+  bool cancelled() const override { return run_.cancelled.load(); }
 
   void begin(std::uint64_t index) {
     index_ = index;

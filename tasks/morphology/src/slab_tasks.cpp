@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -95,11 +96,49 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
   return out;
 }
 
+bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster) {
+  if (const char* v = std::getenv("WEFT_HOST_TURNS"); v && std::string(v) == "0") return false;
+  std::map<std::string, int> first_rank;  // per host: the rank of its first worker
+  for (const Place& p : places) {
+    if (p.rank < 0 || p.rank >= cluster.size()) continue;
+    const std::string& host = cluster.ranks[static_cast<std::size_t>(p.rank)].host;
+    const auto [at, added] = first_rank.emplace(host, p.rank);
+    if (!added && at->second != p.rank) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster) {
+  if (!ranks_read_in_turns(places, cluster)) return nullptr;
+  auto out = std::make_shared<SlabReadTurns>();
+  out->turns = std::make_shared<HostTurns>();
+  std::map<std::string, int> count;  // workers per host so far
+  auto host_of = [&](const Place& p) { return cluster.ranks[static_cast<std::size_t>(p.rank)].host; };
+  for (const Place& p : places) out->host_position.push_back(count[host_of(p)]++);
+  for (const Place& p : places) out->host_workers.push_back(count[host_of(p)]);
+  return out;
+}
+
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
-                       std::shared_ptr<HaloShare> share)
+                       std::shared_ptr<HaloShare> share, std::shared_ptr<const SlabReadTurns> turns)
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
-      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)),
-      read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {}
+      chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)), turns_(std::move(turns)),
+      read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {
+  if (turns_ && (static_cast<std::size_t>(plan_.workers) > turns_->host_position.size() ||
+                 turns_->host_position.size() != turns_->host_workers.size() || !turns_->turns))
+    throw ConfigError(this->name() + ": host turns for " + std::to_string(turns_->host_position.size()) +
+                      " workers, the plan has " + std::to_string(plan_.workers));
+}
+
+SlabSource::~SlabSource() {
+  ahead_.clear();  // the reads ahead finish first (their futures wait)
+  end_turn();
+}
+
+void SlabSource::end_turn() noexcept {
+  if (turn_ >= 0) turns_->turns->end(turn_);
+  turn_ = -1;
+}
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
   const ReadTurn turn(number_, order, ahead);
@@ -116,8 +155,16 @@ void SlabSource::run(Context& ctx) {
   if (next_ >= pieces_.size()) {  // a new slab
     if (round_ == plan_.rounds()) return ctx.end_stream();
     number_ = std::int64_t{round_} * plan_.workers + worker_;
+    if (turns_) {
+      turn_ = turns_->turn(round_, worker_);
+      if (!turns_->turns->wait(turn_, [&ctx] { return ctx.cancelled(); })) {
+        turn_ = -1;  // not taken
+        throw Error(name() + ": the run was cancelled while this source waited for its turn to read");
+      }
+    }
     current_ = plan_.slab(round_++, worker_);
     if (current_.empty()) {  // past the volume: a 1-plane empty mask
+      end_turn();
       pieces_.clear();
       next_ = 0;
       Array m = Array::host(DType::u8, Shape(1, 1, 1));
@@ -127,6 +174,15 @@ void SlabSource::run(Context& ctx) {
     pieces_ = slab_pieces(plan_, number_, chunk_planes_);
     next_ = 0;
   }
+  try {
+    read_next(ctx);
+  } catch (...) {
+    end_turn();  // the host's next readers go on; the error stops the run
+    throw;
+  }
+}
+
+void SlabSource::read_next(Context& ctx) {
   const std::size_t k = next_++;
   const SlabPiece piece = pieces_[k];
   std::future<Array> started;  // this piece's read, if a firing before started it
@@ -147,6 +203,7 @@ void SlabSource::run(Context& ctx) {
   if (!m) m = started.valid() ? started.get() : read(piece.first, piece.end - piece.first, static_cast<std::int64_t>(k));
   if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))
     share_->keep(number_, piece.first, piece.end, *m, plan_.workers);
+  if (next_ == pieces_.size()) end_turn();  // the slab's last piece is read (the reads ahead came before it)
   send(ctx, std::move(*m), piece.first, piece.end);
 }
 
@@ -339,7 +396,8 @@ void MaxDistanceCollector::run(Context& ctx) {
 }
 
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
-                                const MaskReader& reader, std::int64_t chunk_bytes) {
+                                const MaskReader& reader, std::int64_t chunk_bytes,
+                                std::shared_ptr<const SlabReadTurns> turns) {
   if (options.max_size < 0 && plan.slabs() > 1)
     throw ConfigError("granulometry over " + std::to_string(plan.slabs()) + " slabs: the largest size must be known");
   auto& sum = graph.add<CurveSum>("curve", plan.workers);
@@ -349,7 +407,7 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   const auto share = std::make_shared<HaloShare>();
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share, turns);
     auto& upload = graph.add<SlabUpload>("upload." + id, plan.height, plan.width);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
     graph.connect(source.mask, upload.mask_in);
@@ -364,13 +422,13 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
 }
 
 void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, const MaskReader& reader, int ranks,
-                           const std::shared_ptr<MaxDistance>& result) {
+                           const std::shared_ptr<MaxDistance>& result, std::shared_ptr<const SlabReadTurns> turns) {
   std::vector<MaxDistanceCollector*> collectors;
   for (int r = 0; r < ranks; ++r)
     collectors.push_back(&graph.add<MaxDistanceCollector>("collect." + std::to_string(r), plan.workers, result));
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, 0, nullptr, turns);
     auto& distance = graph.add<SlabMaxDistance>("distance." + id, element, plan);
     graph.connect(source.mask, distance.mask);
     graph.connect(source.slab, distance.slab);

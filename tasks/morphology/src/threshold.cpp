@@ -35,6 +35,7 @@ thread_local std::int64_t read_turn = 0;   // ReadTurn of this thread
 thread_local std::int64_t read_order = 0;  // and its order within the turn
 thread_local int in_piece = 0;             // pieces of the reading pool this thread is inside
 thread_local bool read_passive = false;    // ReadTurn's `passive`: this thread's calls take no piece
+std::atomic<bool> host_turns{false};       // read_in_host_turns
 
 template <class T, class Keep>
 Array mask_where(const Array& volume, Keep keep) {
@@ -206,7 +207,7 @@ class ReadPool {
   };
 
   /// WEFT_READ_THREADS, else three quarters of the CPUs this process may use, shared with the
-  /// other ranks of its host: the rest is left to the threads that the runtime runs beside the
+  /// other ranks of its host unless they read in turns (read_in_host_turns): the rest is left to the threads that the runtime runs beside the
   /// readers (a GPU task's thread waits on its events spinning). With a thread per core on a
   /// 4xH200 host (64 cores) a piece's thread was often descheduled and every call waited for it:
   /// the four slab readers of a rank barely took turns (busy 0.051 / 0.059 / 0.060 / 0.062 s, cube);
@@ -220,7 +221,7 @@ class ReadPool {
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = CPU_COUNT(&set);
     int on_host = 1;
-    if (const Environment* env = Environment::current(); env && env->distributed()) {
+    if (const Environment* env = Environment::current(); env && env->distributed() && !host_turns.load()) {
       const auto& ranks = env->cluster().ranks;
       const auto me = static_cast<std::size_t>(env->rank());
       if (me < ranks.size())
@@ -318,6 +319,8 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 }  // namespace
 
 int read_threads() { return ReadPool::get().threads_started(); }
+
+void read_in_host_turns(bool on) noexcept { host_turns = on; }
 
 ReadTurn::ReadTurn(std::int64_t turn, std::int64_t order, bool passive)
     : previous_(read_turn), previous_order_(read_order), previous_passive_(read_passive) {

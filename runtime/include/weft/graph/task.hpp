@@ -171,6 +171,9 @@ class Context {
   /// The GPU's compute stream (a cudaStream_t) for a task on a GPU, else nullptr.
   [[nodiscard]] virtual void* stream() const = 0;
   [[nodiscard]] virtual const Task& task() const = 0;
+  /// Whether the run is being cancelled (an error here or on another rank): a task that waits for
+  /// something outside the graph polls it, so that it does not keep the run from ending.
+  [[nodiscard]] virtual bool cancelled() const { return false; }
 
  protected:
   virtual Value& input_value(int index) = 0;

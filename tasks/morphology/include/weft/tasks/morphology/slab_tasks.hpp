@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/exec/host_turns.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
@@ -90,10 +91,37 @@ class HaloShare {
   std::map<std::pair<std::int64_t, std::int64_t>, Entry> entries_;
 };
 
+/// The order in which the slab sources of the ranks of one host read: worker w's slab of round r
+/// is turn r · host_workers[w] + host_position[w] of its host (HostTurns), the workers of a host
+/// numbered in worker order. A source waits for its turn before its slab's first read and ends it
+/// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
+/// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
+/// process do through ReadTurn.
+struct SlabReadTurns {
+  std::shared_ptr<HostTurns> turns;
+  std::vector<int> host_position;  ///< per worker
+  std::vector<int> host_workers;   ///< per worker: the workers of its host
+  [[nodiscard]] std::int64_t turn(int round, int worker) const {
+    const auto w = static_cast<std::size_t>(worker);
+    return std::int64_t{round} * host_workers[w] + host_position[w];
+  }
+};
+
+/// Whether the slab reads of `places` (one per worker) are taken in turns between ranks: some host
+/// has workers on two or more ranks, and WEFT_HOST_TURNS is not 0. The same answer on every rank.
+[[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
+
+/// The turns of the slab sources of `places` when ranks_read_in_turns, else none (the sources of
+/// one process take turns through ReadTurn alone). Under MPI, collective over every rank
+/// (HostTurns): call it at the same point on every rank, outside a run.
+[[nodiscard]] std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places,
+                                                                   const Cluster& cluster);
+
 /// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the
 /// volume), whole or (chunk_planes > 0) in chunks of at most that many planes, each with its 6
 /// SlabPlanes. Reads are made under ReadTurn(slab number, chunk), so that the sources of one
-/// process read their slabs one after the other. In chunks, a slab's planes are read in three
+/// process read their slabs one after the other, and with `turns` each slab's reads in its host
+/// turn, so that those of the ranks of a host do too. In chunks, a slab's planes are read in three
 /// parts: those it alone reads, then the halo it shares with the next slab (kept in `share`), then
 /// the one it shares with the slab before (taken from `share` when that slab's source has read it,
 /// else read). The next kSlabReadAhead chunks' reads are in flight (each on a thread of its own,
@@ -109,7 +137,10 @@ class HaloShare {
 class SlabSource final : public Task {
  public:
   SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0,
-             std::shared_ptr<HaloShare> share = nullptr);
+             std::shared_ptr<HaloShare> share = nullptr, std::shared_ptr<const SlabReadTurns> turns = nullptr);
+  ~SlabSource() override;
+  SlabSource(const SlabSource&) = delete;
+  SlabSource& operator=(const SlabSource&) = delete;
   Out<Array> mask = output<Array>("mask", DType::u8);  // u8 mask or foreground bits, as the reader gives
   Out<SlabPlanes> slab = output<SlabPlanes>("slab");
   void run(Context& ctx) override;
@@ -117,11 +148,15 @@ class SlabSource final : public Task {
  private:
   Array read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead = false) const;
   void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
+  void read_next(Context& ctx);  // reads and sends the current slab's next piece
+  void end_turn() noexcept;     // ends the host turn held, if any
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;
   std::int64_t chunk_planes_ = 0;
   std::shared_ptr<HaloShare> share_;
+  std::shared_ptr<const SlabReadTurns> turns_;
+  std::int64_t turn_ = -1;     // the host turn held while the current slab is read (-1: none)
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks
   std::int64_t number_ = 0;    // its number (round · workers + worker)
@@ -237,14 +272,16 @@ struct SlabGraph {
 
 /// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
 /// `options.max_size` must be ≥ 0 unless the plan has a single slab. Slabs are read in chunks of
-/// about `chunk_bytes` (whole planes; 0: whole slabs).
+/// about `chunk_bytes` (whole planes; 0: whole slabs), in host turns with `turns` (slab_read_turns).
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
-                                const MaskReader& reader, std::int64_t chunk_bytes = kSlabChunkBytes);
+                                const MaskReader& reader, std::int64_t chunk_bytes = kSlabChunkBytes,
+                                std::shared_ptr<const SlabReadTurns> turns = nullptr);
 
 /// Adds volume.i → distance.i for every worker and one "collect.r" per rank r (each rank's own
 /// collector fills `result`): after the run, every rank knows max D as far as `plan.halo` tells.
 void add_slab_max_distance(Graph& graph, const SlabPlan& plan, Element element, const MaskReader& reader, int ranks,
-                           const std::shared_ptr<MaxDistance>& result);
+                           const std::shared_ptr<MaxDistance>& result,
+                           std::shared_ptr<const SlabReadTurns> turns = nullptr);
 
 /// The places slabs are computed on: every GPU of every rank (--devices gpu, or auto when there
 /// are GPUs), one CPU per rank (cpu, or auto without GPUs), or every GPU plus the CPU of each

@@ -26,7 +26,8 @@ struct Slab {
 /// side with a halo (the distances on the halo, the openings of size n on n planes beyond), so the
 /// two end slabs, with one such side, get `edge_cost` more own planes than the others.
 ///
-/// With `read_cost` > 0 (the workers of one process, whose readers take turns: ReadTurn), a single
+/// With `read_cost` > 0 (the workers of one host, whose readers take turns: ReadTurn within a
+/// process, SlabReadTurns between its ranks), a single
 /// round of two or more slabs is also balanced for the reading: slab i starts its openings once
 /// slabs 0..i are read, the planes [0, end_i + halo) (a slab's leading halo comes from the slab
 /// before: add_slab_granulometry), so slab i gets the own planes that make
@@ -81,7 +82,8 @@ struct SlabPlan {
 /// The GPU balance of `plan` (openings up to `max_size` ≥ 0 on GPU places), as `weft granulometry`
 /// sets it and the slab benchmark reproduces it: edge_cost = gpu_edge_cost unless the planes were
 /// forced, read_cost = gpu_read_cost of `value_bytes`-byte values where the places read in turns
-/// (`reads_in_turns`: one rank holds them all and the reading does nothing but read), else 0.
+/// (`reads_in_turns`: one host holds them all, its ranks read in turns, and the reading does
+/// nothing but read), else 0.
 void balance_for_gpus(SlabPlan& plan, Element element, int max_size, std::int64_t value_bytes, bool planes_forced,
                       bool reads_in_turns) noexcept;
 

@@ -267,9 +267,11 @@ TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
 }
 
 TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
-  // One CPU place per rank, one round (own 0) or several (own 4), chunks of 5 planes, each read
-  // taking 3 ms: slab (round r, worker w) is turn r · W + w of the host, and every read of a turn
-  // ends before the first read of the next one starts. The curve is the whole volume's.
+  // One CPU place per rank, one round (own 0, N = 1: halos that do not meet) or several (own 4,
+  // N = 3), chunks of 5 planes, each read taking 3 ms: slab (round r, worker w) is turn r · W + w
+  // of the host, and every read of a turn ends before the first read of the next one starts. With
+  // side messages, the halo two slabs share is read by the first and handed to the second: in one
+  // round every plane is read once over all ranks. The curve is the whole volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) {
@@ -277,19 +279,22 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     GTEST_SKIP() << "the turns of several ranks";
   }
   ASSERT_NE(turns, nullptr);
-  const std::int64_t chunk = 5 * kShape[1] * kShape[2];
-  for (const std::int64_t own : {0, 4}) {
-    const int last = 3;
+  const bool handed = turns->messages != nullptr;
+  std::printf("halos between ranks %s\n", handed ? "handed over (side messages)" : "read twice (no MPI_THREAD_MULTIPLE)");
+  const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
+  for (const auto [own, last] : {std::pair<std::int64_t, int>{0, 1}, {4, 3}}) {
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                              static_cast<int>(places.size()), own, 0, 0);
     std::mutex mutex;
     std::vector<std::pair<double, double>> calls;  // this rank's reads: start, end
+    std::vector<double> reads(static_cast<std::size_t>(kShape[0]), 0.0);  // per plane, this rank's
     morphology::MaskReader timed = [&](std::int64_t first, std::int64_t count) {
       const double start = now();
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
       Array bits = read_bits(first, count);
       const std::lock_guard lock(mutex);
       calls.emplace_back(start, now());
+      for (auto z = first; z < first + count; ++z) reads[static_cast<std::size_t>(z)] += 1;
       return bits;
     };
     auto record = std::make_shared<Record>();
@@ -302,19 +307,23 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
     Executor ex({.channel_capacity = 2});
     ex.run(g, map_slabs(g, places)).wait();
-    // This rank's worker reads its slabs one after the other, each in slab_pieces calls (no
-    // halo taken from another rank's share): {turn, first start, last end} per slab.
+    // This rank's worker reads its slabs one after the other, each in its slab_pieces calls but
+    // the halo it shares with the slab before where that one's rank hands it over (the slabs
+    // alternate ranks): {turn, first start, last end} per slab.
     std::sort(calls.begin(), calls.end());
     std::vector<double> mine;
     std::size_t at = 0;
     const int w = env->rank();
     for (int r = 0; r < plan.rounds(); ++r) {
-      const std::size_t n = morphology::slab_pieces(plan, std::int64_t{r} * plan.workers + w, chunk / (kShape[1] * kShape[2])).size();
+      const std::int64_t number = std::int64_t{r} * plan.workers + w;
+      const auto pieces = morphology::slab_pieces(plan, number, chunk_planes);
+      std::size_t n = pieces.size();
+      if (handed && number > 0) n -= static_cast<std::size_t>(std::count_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; }));
       if (n == 0) continue;
       ASSERT_LE(at + n, calls.size());
-      double first = calls[at].first, end = 0;
+      double end = 0;
       for (std::size_t k = at; k < at + n; ++k) end = std::max(end, calls[k].second);
-      mine.insert(mine.end(), {static_cast<double>(turns->turn(r, w)), first, end});
+      mine.insert(mine.end(), {static_cast<double>(turns->turn(r, w)), calls[at].first, end});
       at += n;
     }
     EXPECT_EQ(at, calls.size());
@@ -326,9 +335,19 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       EXPECT_EQ(slabs_read[k][0], slabs_read[k - 1][0] + 1) << "own " << own;
       EXPECT_LE(slabs_read[k - 1][2], slabs_read[k][1]) << "own " << own << ", turn " << slabs_read[k][0];
     }
+    MPI_Allreduce(MPI_IN_PLACE, reads.data(), static_cast<int>(reads.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (own == 0) {
+      for (std::int64_t s = 0; s + 1 < plan.workers; ++s)  // the halos do not meet: each is shared
+        ASSERT_GT(morphology::shared_planes(plan, s).second, morphology::shared_planes(plan, s).first) << s;
+      for (std::int64_t z = 0; z < kShape[0]; ++z) {
+        if (handed) EXPECT_EQ(reads[static_cast<std::size_t>(z)], 1.0) << "plane " << z;
+        else EXPECT_GE(reads[static_cast<std::size_t>(z)], 1.0) << "plane " << z;
+      }
+    }
     if (env->rank() == 0) {
       const auto whole = morphology::granulometry_cpu(volume(), {Element::octahedron, last, true, {}});
       EXPECT_EQ(record->remaining, whole.remaining) << "own " << own;
+      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << "own " << own;
     }
   }
 }

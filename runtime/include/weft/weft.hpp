@@ -5,6 +5,7 @@
 #include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/exec/host_turns.hpp"
+#include "weft/exec/side_messages.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/graph/task.hpp"
 #include "weft/graph/value.hpp"

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #if defined(WEFT_HAVE_CUDA)
@@ -112,6 +115,9 @@ std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& p
   if (!ranks_read_in_turns(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();
   out->turns = std::make_shared<HostTurns>();
+  out->messages = std::make_shared<SideMessages>();
+  if (!out->messages->available()) out->messages.reset();  // the halos between ranks are read twice
+  for (const Place& p : places) out->rank.push_back(p.rank);
   std::map<std::string, int> count;  // workers per host so far
   auto host_of = [&](const Place& p) { return cluster.ranks[static_cast<std::size_t>(p.rank)].host; };
   for (const Place& p : places) out->host_position.push_back(count[host_of(p)]++);
@@ -125,7 +131,8 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
       chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)), turns_(std::move(turns)),
       read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {
   if (turns_ && (static_cast<std::size_t>(plan_.workers) > turns_->host_position.size() ||
-                 turns_->host_position.size() != turns_->host_workers.size() || !turns_->turns))
+                 turns_->host_position.size() != turns_->host_workers.size() ||
+                 (turns_->messages && turns_->rank.size() != turns_->host_position.size()) || !turns_->turns))
     throw ConfigError(this->name() + ": host turns for " + std::to_string(turns_->host_position.size()) +
                       " workers, the plan has " + std::to_string(plan_.workers));
 }
@@ -133,11 +140,50 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
 SlabSource::~SlabSource() {
   ahead_.clear();  // the reads ahead finish first (their futures wait)
   end_turn();
+  // Halo sends not received (the run stopped on an error): given up, their bits kept to the end.
+  static std::mutex mutex;
+  static std::vector<Array> kept;
+  const std::lock_guard lock(mutex);
+  for (auto& [bits, sending] : sends_)
+    if (!sending.done()) kept.push_back(bits);
 }
 
 void SlabSource::end_turn() noexcept {
   if (turn_ >= 0) turns_->turns->end(turn_);
   turn_ = -1;
+}
+
+bool SlabSource::linked(std::int64_t a, std::int64_t b) const {
+  const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
+  if (!turns_ || !turns_->messages || a < 0 || b < 0 || a >= total || b >= total) return false;
+  return turns_->rank[static_cast<std::size_t>(a % plan_.workers)] !=
+         turns_->rank[static_cast<std::size_t>(b % plan_.workers)];
+}
+
+namespace {
+/// Tag of the j-th piece of the halo that slab `s` shares with the slab before.
+int halo_tag(std::int64_t s, std::size_t j) {
+  return static_cast<int>(((s % 4096) << 8) | static_cast<std::int64_t>(j % 256));
+}
+}  // namespace
+
+void SlabSource::send_piece(const Array& m, std::size_t k) {
+  std::size_t first_kept = 0;
+  while (!pieces_[first_kept].keep) ++first_kept;
+  Array bits = is_foreground_bits(m, plan_.height, plan_.width) ? m : foreground_bits(m, {});
+  const int to = turns_->rank[static_cast<std::size_t>((number_ + 1) % plan_.workers)];
+  SideSend sending = turns_->messages->send(to, halo_tag(number_ + 1, k - first_kept), bits.raw(),
+                                            static_cast<std::size_t>(bits.bytes()));
+  sends_.emplace_back(std::move(bits), std::move(sending));
+}
+
+Array SlabSource::receive_piece(Context& ctx, const SlabPiece& piece, std::size_t k) {
+  Array bits = Array::host(DType::u8, Shape(piece.end - piece.first, foreground_plane_bytes(plan_.height, plan_.width)));
+  const int from = turns_->rank[static_cast<std::size_t>((number_ - 1) % plan_.workers)];
+  if (!turns_->messages->receive(from, halo_tag(number_, k - turn_pieces_), bits.raw(),
+                                 static_cast<std::size_t>(bits.bytes()), [&ctx] { return ctx.cancelled(); }))
+    throw Error(name() + ": the run was cancelled while this source waited for the halo of the slab before");
+  return bits;
 }
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
@@ -152,8 +198,17 @@ Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t orde
 }
 
 void SlabSource::run(Context& ctx) {
+  while (!sends_.empty() && sends_.front().second.done()) sends_.pop_front();
   if (next_ >= pieces_.size()) {  // a new slab
-    if (round_ == plan_.rounds()) return ctx.end_stream();
+    if (round_ == plan_.rounds()) {
+      // The halos sent leave before the stream ends (their receivers take them in their own time).
+      while (!sends_.empty()) {
+        if (ctx.cancelled()) throw Error(name() + ": the run was cancelled while halo planes were on their way");
+        if (sends_.front().second.done()) sends_.pop_front();
+        else std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      return ctx.end_stream();
+    }
     number_ = std::int64_t{round_} * plan_.workers + worker_;
     if (turns_) {
       turn_ = turns_->turn(round_, worker_);
@@ -173,6 +228,10 @@ void SlabSource::run(Context& ctx) {
     }
     pieces_ = slab_pieces(plan_, number_, chunk_planes_);
     next_ = 0;
+    // The halo shared with the slab before (the last pieces) comes from its rank when linked.
+    turn_pieces_ = pieces_.size();
+    if (linked(number_ - 1, number_))
+      while (turn_pieces_ > 0 && pieces_[turn_pieces_ - 1].take) --turn_pieces_;
   }
   try {
     read_next(ctx);
@@ -190,20 +249,25 @@ void SlabSource::read_next(Context& ctx) {
     started = std::move(ahead_.front().second);
     ahead_.pop_front();
   }
-  // The reads of the next read_ahead_ pieces, in order, up to the first that the share may hold.
+  // The reads of the next read_ahead_ pieces, in order, up to the first that the share may hold
+  // or that comes from the slab before's rank.
   for (std::size_t j = ahead_.empty() ? k + 1 : ahead_.back().first + 1;
-       j < pieces_.size() && j <= k + static_cast<std::size_t>(read_ahead_) && !(pieces_[j].take && share_); ++j) {
+       j < turn_pieces_ && j <= k + static_cast<std::size_t>(read_ahead_) && !(pieces_[j].take && share_); ++j) {
     const SlabPiece next = pieces_[j];
     ahead_.emplace_back(j, std::async(std::launch::async, [this, next, j] {
                           return read(next.first, next.end - next.first, static_cast<std::int64_t>(j), true);
                         }));
   }
   std::optional<Array> m;
-  if (piece.take && share_) m = share_->take(piece.first, piece.end);
+  if (k >= turn_pieces_) m = receive_piece(ctx, piece, k);
+  else if (piece.take && share_) m = share_->take(piece.first, piece.end);
   if (!m) m = started.valid() ? started.get() : read(piece.first, piece.end - piece.first, static_cast<std::int64_t>(k));
   if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))
     share_->keep(number_, piece.first, piece.end, *m, plan_.workers);
-  if (next_ == pieces_.size()) end_turn();  // the slab's last piece is read (the reads ahead came before it)
+  if (piece.keep && linked(number_, number_ + 1)) send_piece(*m, k);
+  // The turn ends with the slab's last piece read here (the reads ahead came before it), before
+  // the pieces that come from the slab before's rank.
+  if (k + 1 >= turn_pieces_) end_turn();
   send(ctx, std::move(*m), piece.first, piece.end);
 }
 

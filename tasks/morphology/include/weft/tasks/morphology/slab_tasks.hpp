@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "weft/exec/host_turns.hpp"
+#include "weft/exec/side_messages.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
@@ -96,11 +97,16 @@ class HaloShare {
 /// numbered in worker order. A source waits for its turn before its slab's first read and ends it
 /// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
-/// process do through ReadTurn.
+/// process do through ReadTurn. With `messages` available, the halo two slabs of different ranks
+/// share is read once too: the first slab's source sends the foreground bits of those planes to
+/// the second's, which receives them after its turn instead of reading them (as HaloShare does
+/// within a process).
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
+  std::shared_ptr<SideMessages> messages;
   std::vector<int> host_position;  ///< per worker
   std::vector<int> host_workers;   ///< per worker: the workers of its host
+  std::vector<int> rank;           ///< per worker: the rank that reads its slabs
   [[nodiscard]] std::int64_t turn(int round, int worker) const {
     const auto w = static_cast<std::size_t>(worker);
     return std::int64_t{round} * host_workers[w] + host_position[w];
@@ -150,6 +156,10 @@ class SlabSource final : public Task {
   void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
   void read_next(Context& ctx);  // reads and sends the current slab's next piece
   void end_turn() noexcept;     // ends the host turn held, if any
+  /// Whether slabs `a` and `b` are read by different ranks that hand their shared halo over (turns_->messages).
+  [[nodiscard]] bool linked(std::int64_t a, std::int64_t b) const;
+  [[nodiscard]] Array receive_piece(Context& ctx, const SlabPiece& piece, std::size_t k);  // from the slab before
+  void send_piece(const Array& m, std::size_t k);  // to the next slab's rank
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;
@@ -157,6 +167,8 @@ class SlabSource final : public Task {
   std::shared_ptr<HaloShare> share_;
   std::shared_ptr<const SlabReadTurns> turns_;
   std::int64_t turn_ = -1;     // the host turn held while the current slab is read (-1: none)
+  std::size_t turn_pieces_ = 0;  // pieces of the current slab read in its turn (the rest received)
+  std::deque<std::pair<Array, SideSend>> sends_;  // halo bits on their way to the next slab's rank
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks
   std::int64_t number_ = 0;    // its number (round · workers + worker)

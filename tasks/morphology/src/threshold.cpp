@@ -2,6 +2,7 @@
 #include "weft/tasks/morphology/threshold.hpp"
 
 #include <sched.h>
+#include <sys/sysinfo.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -220,6 +222,7 @@ class ReadPool {
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = CPU_COUNT(&set);
+    if (const auto host = host_cpus()) cpus = CPU_COUNT(&*host);
     int on_host = 1;
     if (const Environment* env = Environment::current(); env && env->distributed() && !host_turns.load()) {
       const auto& ranks = env->cluster().ranks;
@@ -231,8 +234,40 @@ class ReadPool {
     return std::max(1, cpus * 3 / 4 / std::max(1, on_host));
   }
 
+  /// Where the ranks of the host read in turns (read_in_host_turns), the CPUs of the whole host
+  /// that this process may be moved to: every online CPU that sched_setaffinity accepts (cgroups
+  /// may forbid some), probed on a thread of its own. A rank that the launcher bound to one core
+  /// has its share of the node's CPUs (Environment), so that its reading threads, which read
+  /// while the host's other ranks do not, would use a fraction of the host: on a 2xH200 host a
+  /// rank had 16 of 32 CPUs, 12 reading threads, and the two slabs' reads in turns took 0.19 s
+  /// (granulometry_slabs_bench at e0ffd03). None otherwise, or with WEFT_KEEP_BINDING=1.
+  static std::optional<cpu_set_t> host_cpus() {
+    if (!host_turns.load()) return std::nullopt;
+    if (const char* keep = std::getenv("WEFT_KEEP_BINDING"); keep && *keep && std::string(keep) != "0")
+      return std::nullopt;
+    static const std::optional<cpu_set_t> cpus = [] {
+      cpu_set_t out;
+      CPU_ZERO(&out);
+      std::thread([&out] {
+        for (int c = 0; c < std::min(get_nprocs_conf(), CPU_SETSIZE); ++c) {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(c, &one);
+          if (sched_setaffinity(0, sizeof one, &one) == 0) CPU_SET(c, &out);
+        }
+      }).join();
+      return CPU_COUNT(&out) > 0 ? std::optional<cpu_set_t>(out) : std::nullopt;
+    }();
+    return cpus;
+  }
+
   explicit ReadPool(int threads) : threads_(threads) {
-    for (int i = 0; i < threads; ++i) std::thread([this] { loop(); }).detach();
+    const auto host = host_cpus();
+    for (int i = 0; i < threads; ++i)
+      std::thread([this, host] {
+        if (host) sched_setaffinity(0, sizeof *host, &*host);  // this thread only
+        loop();
+      }).detach();
   }
 
   /// Takes pieces of `job` until none is left, or (with `arrivals`) until a call arrives: the pool's

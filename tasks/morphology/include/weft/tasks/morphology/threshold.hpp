@@ -53,12 +53,13 @@ class ReadTurn {
 };
 
 /// The process's reading threads: WEFT_READ_THREADS, else three quarters of the CPUs it may use,
-/// divided among the ranks of its host unless they read in turns (started on first use).
+/// divided among the ranks of its host; where they read in turns, three quarters of the host's
+/// CPUs, the threads allowed on all of them (unless WEFT_KEEP_BINDING=1). Started on first use.
 [[nodiscard]] int read_threads();
 
 /// Says that the ranks of this host read one at a time (SlabReadTurns), so that each rank's reading
-/// threads are as many as a rank alone on the host would have. Call it before the first read:
-/// the threads are started then, and later calls change nothing.
+/// threads are those of the whole host (read_threads). Call it before the first read: the threads
+/// are started then, and later calls change nothing.
 void read_in_host_turns(bool on) noexcept;
 
 /// Puts values [voxel, voxel + voxels) of the planes being read (voxel 0: the first plane's first

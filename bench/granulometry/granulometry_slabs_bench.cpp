@@ -451,7 +451,8 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const bool one_rank = std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == places[0].rank; });
+        const bool one_rank =
+            std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == places[0].rank; });
         const bool one_host = std::all_of(places.begin(), places.end(), [&](const Place& p) {
           return env.cluster().ranks[static_cast<std::size_t>(p.rank)].host ==
                  env.cluster().ranks[static_cast<std::size_t>(places[0].rank)].host;

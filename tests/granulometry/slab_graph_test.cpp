@@ -89,6 +89,29 @@ Mapping map_slabs(const Graph& g, const std::vector<Place>& places) {
   return map_graph(g, env->cluster(), {&slabs, &automatic});
 }
 
+/// Runs the slab graph of `plan` over `places` (RecordSink on rank 0): the curve and size map it
+/// put together there.
+std::shared_ptr<Record> run_slabs(const morphology::SlabPlan& plan, const morphology::GranulometryOptions& options,
+                                  const morphology::MaskReader& reader, std::int64_t chunk_bytes,
+                                  const std::vector<Place>& places,
+                                  std::shared_ptr<const morphology::SlabReadTurns> turns = nullptr) {
+  auto record = std::make_shared<Record>();
+  record->size_map.zero();
+  Graph g;
+  const auto slabs = morphology::add_slab_granulometry(g, plan, options, reader, chunk_bytes, std::move(turns));
+  auto& sink = g.add<RecordSink>(plan, record);
+  g.connect(slabs.remaining, sink.remaining);
+  g.connect(slabs.spectrum, sink.spectrum);
+  for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
+  const Mapping m = map_slabs(g, places);
+  EXPECT_EQ(m.at("report"), Place::host(0));
+  EXPECT_EQ(m.at("openings." + std::to_string(plan.workers - 1)),
+            places[static_cast<std::size_t>(plan.workers - 1) % places.size()]);
+  Executor ex({.channel_capacity = 2});
+  ex.run(g, m).wait();
+  return record;
+}
+
 TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   ASSERT_EQ(static_cast<int>(places.size()), env->size());
@@ -101,19 +124,7 @@ TEST(SlabGraph, CurveAndSizeMapEqualTheWholeVolumesOnEveryRankCount) {
     for (const auto& [reader, packed] : {std::pair<morphology::MaskReader, bool>{&read, false}, {&read_bits, true}}) {
       const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                                static_cast<int>(places.size()), own, 0, 0);
-      auto record = std::make_shared<Record>();
-      record->size_map.zero();
-      Graph g;
-      const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, reader, chunk_bytes);
-      auto& sink = g.add<RecordSink>(plan, record);
-      g.connect(slabs.remaining, sink.remaining);
-      g.connect(slabs.spectrum, sink.spectrum);
-      for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
-      const Mapping m = map_slabs(g, places);
-      EXPECT_EQ(m.at("report"), Place::host(0));
-      EXPECT_EQ(m.at("openings." + std::to_string(plan.workers - 1)), Place::host(env->size() - 1));
-      Executor ex({.channel_capacity = 2});
-      ex.run(g, m).wait();
+      const auto record = run_slabs(plan, {e, last, true, {}}, reader, chunk_bytes, places);
       if (env->rank() != 0) continue;
       const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
       const std::string what = std::string(morphology::element_name(e)) + " own " + std::to_string(own) +
@@ -147,17 +158,8 @@ TEST(SlabGraph, WorkersOfOneRankReadInTurnsAndShareTheirHalos) {
       }
       return read_bits(first, count);
     };
-    auto record = std::make_shared<Record>();
-    record->size_map.zero();
-    Graph g;
-    const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, true, {}}, counting,
-                                                         2 * kShape[1] * kShape[2]);  // chunks of 2 planes
-    auto& sink = g.add<RecordSink>(plan, record);
-    g.connect(slabs.remaining, sink.remaining);
-    g.connect(slabs.spectrum, sink.spectrum);
-    for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
-    Executor ex({.channel_capacity = 2});
-    ex.run(g, map_slabs(g, places)).wait();
+    const auto record = run_slabs(plan, {e, last, true, {}}, counting, 2 * kShape[1] * kShape[2],  // chunks of 2 planes
+                                  places);
     const auto whole = morphology::granulometry_cpu(volume(), {e, last, true, {}});
     EXPECT_EQ(record->remaining, whole.remaining) << morphology::element_name(e);
     EXPECT_EQ(record->spectrum, whole.spectrum) << morphology::element_name(e);
@@ -203,17 +205,7 @@ TEST(SlabGraph, ASourceReadsItsNextChunkWhileItWaitsForTheCurrentOne) {
     --in_flight;
     return bits;
   };
-  auto record = std::make_shared<Record>();
-  record->size_map.zero();
-  Graph g;
-  const auto slabs = morphology::add_slab_granulometry(g, plan, {Element::cube, last, true, {}}, slow,
-                                                       3 * kShape[1] * kShape[2]);
-  auto& sink = g.add<RecordSink>(plan, record);
-  g.connect(slabs.remaining, sink.remaining);
-  g.connect(slabs.spectrum, sink.spectrum);
-  g.connect(slabs.size_maps[0], sink.maps[0]);
-  Executor ex({.channel_capacity = 2});
-  ex.run(g, map_slabs(g, places)).wait();
+  const auto record = run_slabs(plan, {Element::cube, last, true, {}}, slow, 3 * kShape[1] * kShape[2], places);
   const auto whole = morphology::granulometry_cpu(volume(), {Element::cube, last, true, {}});
   EXPECT_EQ(record->remaining, whole.remaining);
   EXPECT_EQ(record->spectrum, whole.spectrum);
@@ -297,16 +289,8 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       for (auto z = first; z < first + count; ++z) reads[static_cast<std::size_t>(z)] += 1;
       return bits;
     };
-    auto record = std::make_shared<Record>();
-    Graph g;
-    const auto slabs = morphology::add_slab_granulometry(g, plan, {Element::octahedron, last, true, {}}, timed, chunk,
-                                                         morphology::slab_read_turns(places, env->cluster()));
-    auto& sink = g.add<RecordSink>(plan, record);
-    g.connect(slabs.remaining, sink.remaining);
-    g.connect(slabs.spectrum, sink.spectrum);
-    for (int i = 0; i < plan.workers; ++i) g.connect(slabs.size_maps[i], sink.maps[i]);
-    Executor ex({.channel_capacity = 2});
-    ex.run(g, map_slabs(g, places)).wait();
+    const auto record = run_slabs(plan, {Element::octahedron, last, true, {}}, timed, chunk, places,
+                                  morphology::slab_read_turns(places, env->cluster()));
     // This rank's worker reads its slabs one after the other, each in its slab_pieces calls but
     // the halo it shares with the slab before where that one's rank hands it over (the slabs
     // alternate ranks): {turn, first start, last end} per slab.
@@ -318,7 +302,8 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       const std::int64_t number = std::int64_t{r} * plan.workers + w;
       const auto pieces = morphology::slab_pieces(plan, number, chunk_planes);
       std::size_t n = pieces.size();
-      if (handed && number > 0) n -= static_cast<std::size_t>(std::count_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; }));
+      if (handed && number > 0)
+        n -= static_cast<std::size_t>(std::count_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; }));
       if (n == 0) continue;
       ASSERT_LE(at + n, calls.size());
       double end = 0;

@@ -13,12 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/device.hpp"
+#include "exec/mpi_check.hpp"
 #include "exec/remote.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 
 namespace weft {
 namespace {
+
+using detail::mpi_check;
 
 Environment* g_current = nullptr;
 
@@ -45,14 +48,6 @@ RankInfo from_json(const nlohmann::json& j) {
   for (const auto& g : j["gpus"])
     r.gpus.push_back({g["index"], g["name"], g["memory"], g["cc"][0], g["cc"][1], g["sms"], g["uuid"]});
   return r;
-}
-
-void mpi_check(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, text, &len);
-  throw MpiError(std::string(call) + " failed: " + std::string(text, len), code);
 }
 
 std::string cpu_list(const cpu_set_t& set) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "exec/mpi_check.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -17,13 +18,7 @@
 namespace weft {
 namespace {
 
-void mpi_check(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, text, &len);
-  throw MpiError(std::string(call) + " failed: " + std::string(text, len), code);
-}
+using detail::mpi_check;
 
 constexpr std::size_t kBytes = sizeof(std::int64_t);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "exec/mpi_check.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 MPI_Comm side_comm() {
   static MPI_Comm comm = [] {
     MPI_Comm c = MPI_COMM_NULL;
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &c) != MPI_SUCCESS) throw MpiError("MPI_Comm_dup failed (side messages)", 0);
+    detail::mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup (side messages)");
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     return c;
   }();
@@ -34,10 +35,6 @@ int message_bytes(std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(INT_MAX))
     throw ConfigError("side message of " + std::to_string(bytes) + " bytes (at most 2 GiB)");
   return static_cast<int>(bytes);
-}
-
-void check(int rc, const char* call) {
-  if (rc != MPI_SUCCESS) throw MpiError(std::string(call) + " failed (side messages)", rc);
 }
 
 }  // namespace
@@ -61,7 +58,7 @@ SideSend& SideSend::operator=(SideSend&& other) noexcept {
 bool SideSend::done() {
   if (!request_ || request_->request == MPI_REQUEST_NULL) return true;
   int flag = 0;
-  check(MPI_Test(&request_->request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+  detail::mpi_check(MPI_Test(&request_->request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
   return flag != 0;
 }
 
@@ -80,21 +77,22 @@ SideSend SideMessages::send(int rank, int tag, const void* data, std::size_t byt
   if (!available_) throw Error("side messages are not available here (no MPI_THREAD_MULTIPLE)");
   SideSend out;
   out.request_ = std::make_unique<SideSend::Request>();
-  check(MPI_Isend(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(),
-                  &out.request_->request),
-        "MPI_Isend");
+  detail::mpi_check(MPI_Isend(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(),
+                              &out.request_->request),
+                    "MPI_Isend");
   return out;
 }
 
 bool SideMessages::receive(int rank, int tag, void* data, std::size_t bytes, const std::function<bool()>& stop) const {
   if (!available_) throw Error("side messages are not available here (no MPI_THREAD_MULTIPLE)");
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Irecv(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(), &request),
-        "MPI_Irecv");
+  detail::mpi_check(
+      MPI_Irecv(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(), &request),
+      "MPI_Irecv");
   for (;;) {
     int flag = 0;
     MPI_Status status;
-    check(MPI_Test(&request, &flag, &status), "MPI_Test");
+    detail::mpi_check(MPI_Test(&request, &flag, &status), "MPI_Test");
     if (flag) {
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);

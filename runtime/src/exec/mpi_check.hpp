@@ -1,0 +1,20 @@
+#pragma once
+// Internal: an MPI call's return code (under MPI_ERRORS_RETURN) turned into MpiError.
+#include <mpi.h>
+
+#include <string>
+
+#include "weft/util/error.hpp"
+
+namespace weft::detail {
+
+/// Throws MpiError("<call> failed: <MPI's text>") unless `code` is MPI_SUCCESS.
+inline void mpi_check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  throw MpiError(std::string(call) + " failed: " + std::string(text, len), code);
+}
+
+}  // namespace weft::detail

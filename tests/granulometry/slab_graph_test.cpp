@@ -274,7 +274,7 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   const bool handed = turns->messages != nullptr;
   std::printf("halos between ranks %s\n", handed ? "handed over (side messages)" : "read twice (no MPI_THREAD_MULTIPLE)");
   const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
-  for (const auto [own, last] : {std::pair<std::int64_t, int>{0, 1}, {4, 3}}) {
+  for (const auto& [own, last] : {std::pair<std::int64_t, int>{0, 1}, {4, 3}}) {
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                              static_cast<int>(places.size()), own, 0, 0);
     std::mutex mutex;

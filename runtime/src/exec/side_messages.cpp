@@ -39,27 +39,56 @@ int message_bytes(std::size_t bytes) {
 
 }  // namespace
 
-struct SideSend::Request {
+struct SideRequest::State {
   MPI_Request request = MPI_REQUEST_NULL;
+  bool send = false;
+  std::size_t bytes = 0;  // a receive's expected size
+  int rank = 0, tag = 0;
 };
 
-SideSend::~SideSend() {
-  if (request_ && request_->request != MPI_REQUEST_NULL) MPI_Request_free(&request_->request);
-}
-SideSend::SideSend(SideSend&& other) noexcept = default;
-SideSend& SideSend::operator=(SideSend&& other) noexcept {
+SideRequest::SideRequest() = default;
+SideRequest::~SideRequest() { release(); }
+SideRequest::SideRequest(SideRequest&& other) noexcept = default;
+SideRequest& SideRequest::operator=(SideRequest&& other) noexcept {
   if (this != &other) {
-    if (request_ && request_->request != MPI_REQUEST_NULL) MPI_Request_free(&request_->request);
-    request_ = std::move(other.request_);
+    release();
+    state_ = std::move(other.state_);
   }
   return *this;
 }
 
-bool SideSend::done() {
-  if (!request_ || request_->request == MPI_REQUEST_NULL) return true;
+void SideRequest::release() noexcept {
+  if (!state_ || state_->request == MPI_REQUEST_NULL) return;
+  if (state_->send) {
+    MPI_Request_free(&state_->request);
+  } else {
+    MPI_Cancel(&state_->request);
+    MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
+  }
+}
+
+bool SideRequest::done() {
+  if (!state_ || state_->request == MPI_REQUEST_NULL) return true;
   int flag = 0;
-  detail::mpi_check(MPI_Test(&request_->request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+  MPI_Status status;
+  detail::mpi_check(MPI_Test(&state_->request, &flag, &status), "MPI_Test (side messages)");
+  if (flag && !state_->send) {
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (static_cast<std::size_t>(count) != state_->bytes)
+      throw Error("side message of " + std::to_string(count) + " bytes from rank " + std::to_string(state_->rank) +
+                  " where " + std::to_string(state_->bytes) + " were expected (tag " + std::to_string(state_->tag) +
+                  ")");
+  }
   return flag != 0;
+}
+
+bool SideRequest::wait(const std::function<bool()>& stop) {
+  while (!done()) {
+    if (stop && stop()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
 }
 
 SideMessages::SideMessages() {
@@ -73,41 +102,28 @@ SideMessages::SideMessages() {
   available_ = provided == MPI_THREAD_MULTIPLE;
 }
 
-SideSend SideMessages::send(int rank, int tag, const void* data, std::size_t bytes) const {
+SideRequest SideMessages::send(int rank, int tag, const void* data, std::size_t bytes) const {
   if (!available_) throw Error("side messages are not available here (no MPI_THREAD_MULTIPLE)");
-  SideSend out;
-  out.request_ = std::make_unique<SideSend::Request>();
+  SideRequest out;
+  out.state_ = std::make_unique<SideRequest::State>();
+  out.state_->send = true;
   detail::mpi_check(MPI_Isend(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(),
-                              &out.request_->request),
+                              &out.state_->request),
                     "MPI_Isend");
   return out;
 }
 
-bool SideMessages::receive(int rank, int tag, void* data, std::size_t bytes, const std::function<bool()>& stop) const {
+SideRequest SideMessages::receive(int rank, int tag, void* data, std::size_t bytes) const {
   if (!available_) throw Error("side messages are not available here (no MPI_THREAD_MULTIPLE)");
-  MPI_Request request = MPI_REQUEST_NULL;
-  detail::mpi_check(
-      MPI_Irecv(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(), &request),
-      "MPI_Irecv");
-  for (;;) {
-    int flag = 0;
-    MPI_Status status;
-    detail::mpi_check(MPI_Test(&request, &flag, &status), "MPI_Test");
-    if (flag) {
-      int count = 0;
-      MPI_Get_count(&status, MPI_BYTE, &count);
-      if (static_cast<std::size_t>(count) != bytes)
-        throw Error("side message of " + std::to_string(count) + " bytes from rank " + std::to_string(rank) +
-                    " where " + std::to_string(bytes) + " were expected (tag " + std::to_string(tag) + ")");
-      return true;
-    }
-    if (stop && stop()) {
-      MPI_Cancel(&request);
-      MPI_Wait(&request, MPI_STATUS_IGNORE);
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  SideRequest out;
+  out.state_ = std::make_unique<SideRequest::State>();
+  out.state_->bytes = bytes;
+  out.state_->rank = rank;
+  out.state_->tag = tag;
+  detail::mpi_check(MPI_Irecv(data, message_bytes(bytes), MPI_BYTE, rank, full_tag(generation_, tag), side_comm(),
+                              &out.state_->request),
+                    "MPI_Irecv");
+  return out;
 }
 
 }  // namespace weft

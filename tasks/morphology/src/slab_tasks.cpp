@@ -172,18 +172,16 @@ void SlabSource::send_piece(const Array& m, std::size_t k) {
   while (!pieces_[first_kept].keep) ++first_kept;
   Array bits = is_foreground_bits(m, plan_.height, plan_.width) ? m : foreground_bits(m, {});
   const int to = turns_->rank[static_cast<std::size_t>((number_ + 1) % plan_.workers)];
-  SideSend sending = turns_->messages->send(to, halo_tag(number_ + 1, k - first_kept), bits.raw(),
+  SideRequest sending = turns_->messages->send(to, halo_tag(number_ + 1, k - first_kept), bits.raw(),
                                             static_cast<std::size_t>(bits.bytes()));
   sends_.emplace_back(std::move(bits), std::move(sending));
 }
 
-Array SlabSource::receive_piece(Context& ctx, const SlabPiece& piece, std::size_t k) {
-  Array bits = Array::host(DType::u8, Shape(piece.end - piece.first, foreground_plane_bytes(plan_.height, plan_.width)));
-  const int from = turns_->rank[static_cast<std::size_t>((number_ - 1) % plan_.workers)];
-  if (!turns_->messages->receive(from, halo_tag(number_, k - turn_pieces_), bits.raw(),
-                                 static_cast<std::size_t>(bits.bytes()), [&ctx] { return ctx.cancelled(); }))
+Array SlabSource::receive_piece(Context& ctx, std::size_t k) {
+  auto& [bits, receiving] = receives_[k - turn_pieces_];
+  if (!receiving.wait([&ctx] { return ctx.cancelled(); }))
     throw Error(name() + ": the run was cancelled while this source waited for the halo of the slab before");
-  return bits;
+  return std::move(bits);
 }
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
@@ -210,28 +208,38 @@ void SlabSource::run(Context& ctx) {
       return ctx.end_stream();
     }
     number_ = std::int64_t{round_} * plan_.workers + worker_;
+    const int round = round_++;
+    current_ = plan_.slab(round, worker_);
+    pieces_ = current_.empty() ? std::vector<SlabPiece>{} : slab_pieces(plan_, number_, chunk_planes_);
+    next_ = 0;
+    // The halo shared with the slab before (the last pieces) comes from its rank when linked: its
+    // receives are posted now, so that the bits travel while this source waits and reads.
+    turn_pieces_ = pieces_.size();
+    receives_.clear();
+    if (linked(number_ - 1, number_)) {
+      while (turn_pieces_ > 0 && pieces_[turn_pieces_ - 1].take) --turn_pieces_;
+      const int from = turns_->rank[static_cast<std::size_t>((number_ - 1) % plan_.workers)];
+      for (std::size_t k = turn_pieces_; k < pieces_.size(); ++k) {
+        Array bits = Array::host(DType::u8, Shape(pieces_[k].end - pieces_[k].first,
+                                                  foreground_plane_bytes(plan_.height, plan_.width)));
+        SideRequest receiving = turns_->messages->receive(from, halo_tag(number_, k - turn_pieces_), bits.raw(),
+                                                          static_cast<std::size_t>(bits.bytes()));
+        receives_.emplace_back(std::move(bits), std::move(receiving));
+      }
+    }
     if (turns_) {
-      turn_ = turns_->turn(round_, worker_);
+      turn_ = turns_->turn(round, worker_);
       if (!turns_->turns->wait(turn_, [&ctx] { return ctx.cancelled(); })) {
         turn_ = -1;  // not taken
         throw Error(name() + ": the run was cancelled while this source waited for its turn to read");
       }
     }
-    current_ = plan_.slab(round_++, worker_);
     if (current_.empty()) {  // past the volume: a 1-plane empty mask
       end_turn();
-      pieces_.clear();
-      next_ = 0;
       Array m = Array::host(DType::u8, Shape(1, 1, 1));
       m.zero();
       return send(ctx, std::move(m), 0, 0);
     }
-    pieces_ = slab_pieces(plan_, number_, chunk_planes_);
-    next_ = 0;
-    // The halo shared with the slab before (the last pieces) comes from its rank when linked.
-    turn_pieces_ = pieces_.size();
-    if (linked(number_ - 1, number_))
-      while (turn_pieces_ > 0 && pieces_[turn_pieces_ - 1].take) --turn_pieces_;
   }
   try {
     read_next(ctx);
@@ -259,7 +267,7 @@ void SlabSource::read_next(Context& ctx) {
                         }));
   }
   std::optional<Array> m;
-  if (k >= turn_pieces_) m = receive_piece(ctx, piece, k);
+  if (k >= turn_pieces_) m = receive_piece(ctx, k);
   else if (piece.take && share_) m = share_->take(piece.first, piece.end);
   if (!m) m = started.valid() ? started.get() : read(piece.first, piece.end - piece.first, static_cast<std::int64_t>(k));
   if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))

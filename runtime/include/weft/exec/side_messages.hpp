@@ -10,24 +10,29 @@
 
 namespace weft {
 
-/// One send in flight: the bytes sent must stay alive until done() says they have left. One
-/// destroyed before that (after an error, its receiver gone) is given up without waiting
-/// (MPI_Request_free), and its bytes must then stay alive until the process ends.
-class SideSend {
+/// One message in flight, sent or received; its bytes must stay alive until done() says so. A
+/// receive destroyed before that is cancelled. A send destroyed before that (after an error, its
+/// receiver gone) is given up without waiting (MPI_Request_free), and its bytes must then stay
+/// alive until the process ends.
+class SideRequest {
  public:
-  SideSend() = default;
-  ~SideSend();
-  SideSend(SideSend&& other) noexcept;
-  SideSend& operator=(SideSend&& other) noexcept;
-  SideSend(const SideSend&) = delete;
-  SideSend& operator=(const SideSend&) = delete;
-  /// Whether the bytes have left (tests, never blocks).
+  SideRequest();
+  ~SideRequest();
+  SideRequest(SideRequest&& other) noexcept;
+  SideRequest& operator=(SideRequest&& other) noexcept;
+  SideRequest(const SideRequest&) = delete;
+  SideRequest& operator=(const SideRequest&) = delete;
+  /// Whether the message has left or arrived (tests, never blocks). A received message of another
+  /// size than asked throws Error.
   [[nodiscard]] bool done();
+  /// Polls done() every 20 µs; false as soon as `stop` (if given) returns true, the message still in flight.
+  [[nodiscard]] bool wait(const std::function<bool()>& stop = {});
 
  private:
   friend class SideMessages;
-  struct Request;
-  std::unique_ptr<Request> request_;
+  struct State;
+  void release() noexcept;
+  std::unique_ptr<State> state_;
 };
 
 class SideMessages {
@@ -46,11 +51,10 @@ class SideMessages {
 
   /// Starts sending `bytes` bytes (under 2 GiB) to `rank` under `tag`. Messages of one tag from one
   /// rank arrive in the order sent.
-  [[nodiscard]] SideSend send(int rank, int tag, const void* data, std::size_t bytes) const;
-  /// Receives the next message of `tag` from `rank` into `data`, which it must fill exactly;
-  /// polls every 20 µs. Returns false, the receive withdrawn, as soon as `stop` returns true.
-  [[nodiscard]] bool receive(int rank, int tag, void* data, std::size_t bytes,
-                             const std::function<bool()>& stop = {}) const;
+  [[nodiscard]] SideRequest send(int rank, int tag, const void* data, std::size_t bytes) const;
+  /// Starts receiving the next message of `tag` from `rank` into `data`, which it must fill
+  /// exactly. Posted early, the transfer goes on while the caller does other work.
+  [[nodiscard]] SideRequest receive(int rank, int tag, void* data, std::size_t bytes) const;
 
  private:
   bool available_ = false;

@@ -99,8 +99,8 @@ class HaloShare {
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
 /// process do through ReadTurn. With `messages` available, the halo two slabs of different ranks
 /// share is read once too: the first slab's source sends the foreground bits of those planes to
-/// the second's, which receives them after its turn instead of reading them (as HaloShare does
-/// within a process).
+/// the second's, which posts their receives when its slab begins and takes them after its turn
+/// instead of reading them (as HaloShare does within a process).
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   std::shared_ptr<SideMessages> messages;
@@ -158,7 +158,7 @@ class SlabSource final : public Task {
   void end_turn() noexcept;     // ends the host turn held, if any
   /// Whether slabs `a` and `b` are read by different ranks that hand their shared halo over (turns_->messages).
   [[nodiscard]] bool linked(std::int64_t a, std::int64_t b) const;
-  [[nodiscard]] Array receive_piece(Context& ctx, const SlabPiece& piece, std::size_t k);  // from the slab before
+  [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
   void send_piece(const Array& m, std::size_t k);  // to the next slab's rank
   SlabPlan plan_;
   int worker_;
@@ -168,7 +168,8 @@ class SlabSource final : public Task {
   std::shared_ptr<const SlabReadTurns> turns_;
   std::int64_t turn_ = -1;     // the host turn held while the current slab is read (-1: none)
   std::size_t turn_pieces_ = 0;  // pieces of the current slab read in its turn (the rest received)
-  std::deque<std::pair<Array, SideSend>> sends_;  // halo bits on their way to the next slab's rank
+  std::deque<std::pair<Array, SideRequest>> sends_;     // halo bits on their way to the next slab's rank
+  std::vector<std::pair<Array, SideRequest>> receives_;  // the current slab's pieces from the slab before's rank
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks
   std::int64_t number_ = 0;    // its number (round · workers + worker)

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -248,6 +249,19 @@ TEST(HostTurns, TheRanksOfAHostTakeTheirTurnsInOrder) {
   EXPECT_EQ(turns.ended(), turns.host_ranks());
   turns.end(0);  // an earlier end changes nothing
   EXPECT_EQ(turns.ended(), turns.host_ranks());
+}
+
+TEST(HostTurns, RanksAgreeOnWhetherToTakeTurns) {
+  // WEFT_HOST_TURNS=0 on rank 0 alone (as when mpirun does not pass it to other hosts) turns the
+  // turns off on every rank; the places of one rank never take turns between ranks.
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  EXPECT_EQ(morphology::ranks_read_in_turns(places, env->cluster()), env->size() > 1);
+  if (env->rank() == 0) setenv("WEFT_HOST_TURNS", "0", 1);
+  EXPECT_FALSE(morphology::ranks_read_in_turns(places, env->cluster()));
+  if (env->rank() == 0) unsetenv("WEFT_HOST_TURNS");
+  EXPECT_FALSE(morphology::ranks_read_in_turns({Place::host(0), Place::host(0)}, env->cluster()));
+  EXPECT_FALSE(env->every_rank(env->rank() != 0));  // rank 0 says no
+  EXPECT_TRUE(env->every_rank(true));
 }
 
 TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {

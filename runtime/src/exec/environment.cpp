@@ -173,6 +173,13 @@ Environment::~Environment() {
 
 Environment* Environment::current() noexcept { return g_current; }
 
+bool Environment::every_rank(bool mine) const {
+  if (!mpi_ || size_ == 1) return mine;
+  int all = mine ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  return all != 0;
+}
+
 void Environment::abort_all(int code) const {
   if (mpi_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

@@ -17,6 +17,7 @@
 #endif
 
 #include "env_count.hpp"
+#include "weft/exec/environment.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
@@ -100,15 +101,21 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
 }
 
 bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster) {
-  if (const char* v = std::getenv("WEFT_HOST_TURNS"); v && std::string(v) == "0") return false;
+  bool shared = false;  // some host has workers on two ranks (the same answer on every rank)
   std::map<std::string, int> first_rank;  // per host: the rank of its first worker
   for (const Place& p : places) {
     if (p.rank < 0 || p.rank >= cluster.size()) continue;
     const std::string& host = cluster.ranks[static_cast<std::size_t>(p.rank)].host;
     const auto [at, added] = first_rank.emplace(host, p.rank);
-    if (!added && at->second != p.rank) return true;
+    shared = shared || (!added && at->second != p.rank);
   }
-  return false;
+  if (!shared) return false;
+  // WEFT_HOST_TURNS=0 on any rank (mpirun passes a variable to other hosts only with -x) turns
+  // the turns off on all of them: they are made collectively.
+  const char* off = std::getenv("WEFT_HOST_TURNS");
+  const bool mine = !(off && std::string(off) == "0");
+  const Environment* env = Environment::current();
+  return env ? env->every_rank(mine) : mine;
 }
 
 std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster) {

@@ -46,6 +46,9 @@ class Environment {
   [[nodiscard]] int size() const noexcept { return size_; }
   [[nodiscard]] bool distributed() const noexcept { return mpi_; }
   [[nodiscard]] const Cluster& cluster() const noexcept { return cluster_; }
+  /// Under MPI, collective over every rank: whether `mine` is true on every rank (a choice each
+  /// rank makes alone, from its environment variables say, made the same everywhere).
+  [[nodiscard]] bool every_rank(bool mine) const;
   /// Aborts every rank with `code` (used after an error on one rank, so that none hangs).
   [[noreturn]] void abort_all(int code) const;
 

@@ -114,7 +114,8 @@ struct SlabReadTurns {
 };
 
 /// Whether the slab reads of `places` (one per worker) are taken in turns between ranks: some host
-/// has workers on two or more ranks, and WEFT_HOST_TURNS is not 0. The same answer on every rank.
+/// has workers on two or more ranks, and WEFT_HOST_TURNS is 0 on no rank. Then collective under
+/// MPI (the ranks agree on that variable): call it at the same point on every rank.
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
 
 /// The turns of the slab sources of `places` when ranks_read_in_turns, else none (the sources of

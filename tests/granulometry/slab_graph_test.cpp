@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -275,9 +276,10 @@ TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
 TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   // One CPU place per rank, one round (own 0, N = 1: halos that do not meet) or several (own 4,
   // N = 3), chunks of 5 planes, each read taking 3 ms: slab (round r, worker w) is turn r · W + w
-  // of the host, and every read of a turn ends before the first read of the next one starts. With
-  // side messages, the halo two slabs share is read by the first and handed to the second: in one
-  // round every plane is read once over all ranks. The curve is the whole volume's.
+  // of the host, and every read of a turn ends before the first read of the next one starts. In
+  // one round, every plane is read once over all ranks but those of the halos two slabs share,
+  // twice; once too with WEFT_HALO_MESSAGES=1 (the first slab hands them to the second). The
+  // curve is the whole volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) {
@@ -285,10 +287,16 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     GTEST_SKIP() << "the turns of several ranks";
   }
   ASSERT_NE(turns, nullptr);
-  const bool handed = turns->messages != nullptr;
-  std::printf("halos between ranks %s\n", handed ? "handed over (side messages)" : "read twice (no MPI_THREAD_MULTIPLE)");
+  EXPECT_EQ(turns->messages, nullptr);  // not by default
   const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
-  for (const auto& [own, last] : {std::pair<std::int64_t, int>{0, 1}, {4, 3}}) {
+  for (const auto& [own, last, messages] :
+       {std::tuple<std::int64_t, int, bool>{0, 1, false}, {0, 1, true}, {4, 3, true}, {4, 3, false}}) {
+    if (messages) setenv("WEFT_HALO_MESSAGES", "1", 1);
+    const auto these = morphology::slab_read_turns(places, env->cluster());
+    unsetenv("WEFT_HALO_MESSAGES");
+    const bool handed = these->messages != nullptr;
+    if (messages && !handed) std::printf("halos between ranks read twice: no MPI_THREAD_MULTIPLE\n");
+    EXPECT_TRUE(!handed || messages);
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                              static_cast<int>(places.size()), own, 0, 0);
     std::mutex mutex;
@@ -303,8 +311,7 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       for (auto z = first; z < first + count; ++z) reads[static_cast<std::size_t>(z)] += 1;
       return bits;
     };
-    const auto record = run_slabs(plan, {Element::octahedron, last, true, {}}, timed, chunk, places,
-                                  morphology::slab_read_turns(places, env->cluster()));
+    const auto record = run_slabs(plan, {Element::octahedron, last, true, {}}, timed, chunk, places, these);
     // This rank's worker reads its slabs one after the other, each in its slab_pieces calls but
     // the halo it shares with the slab before where that one's rank hands it over (the slabs
     // alternate ranks): {turn, first start, last end} per slab.
@@ -331,22 +338,27 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     for (std::size_t k = 0; k + 2 < all.size(); k += 3) slabs_read.push_back({all[k], all[k + 1], all[k + 2]});
     std::sort(slabs_read.begin(), slabs_read.end());
     for (std::size_t k = 1; k < slabs_read.size(); ++k) {
-      EXPECT_EQ(slabs_read[k][0], slabs_read[k - 1][0] + 1) << "own " << own;
-      EXPECT_LE(slabs_read[k - 1][2], slabs_read[k][1]) << "own " << own << ", turn " << slabs_read[k][0];
+      EXPECT_EQ(slabs_read[k][0], slabs_read[k - 1][0] + 1) << "own " << own << ", handed " << handed;
+      EXPECT_LE(slabs_read[k - 1][2], slabs_read[k][1]) << "own " << own << ", handed " << handed << ", turn " << slabs_read[k][0];
     }
     MPI_Allreduce(MPI_IN_PLACE, reads.data(), static_cast<int>(reads.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (own == 0) {
       for (std::int64_t s = 0; s + 1 < plan.workers; ++s)  // the halos do not meet: each is shared
         ASSERT_GT(morphology::shared_planes(plan, s).second, morphology::shared_planes(plan, s).first) << s;
       for (std::int64_t z = 0; z < kShape[0]; ++z) {
-        if (handed) EXPECT_EQ(reads[static_cast<std::size_t>(z)], 1.0) << "plane " << z;
-        else EXPECT_GE(reads[static_cast<std::size_t>(z)], 1.0) << "plane " << z;
+        bool shared = false;
+        for (std::int64_t s = 0; s + 1 < plan.workers; ++s) {
+          const auto seg = morphology::shared_planes(plan, s);
+          shared = shared || (z >= seg.first && z < seg.second);
+        }
+        EXPECT_EQ(reads[static_cast<std::size_t>(z)], shared && !handed ? 2.0 : 1.0)
+            << "plane " << z << ", handed " << handed;
       }
     }
     if (env->rank() == 0) {
       const auto whole = morphology::granulometry_cpu(volume(), {Element::octahedron, last, true, {}});
-      EXPECT_EQ(record->remaining, whole.remaining) << "own " << own;
-      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << "own " << own;
+      EXPECT_EQ(record->remaining, whole.remaining) << "own " << own << ", handed " << handed;
+      EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << "own " << own << ", handed " << handed;
     }
   }
 }

@@ -229,9 +229,10 @@ int granulometry_main(int argc, char** argv) {
              "(or one CPU per rank with --devices cpu), each read with a halo of 2(N+1) planes by the\n"
              "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
              "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
-             "default three quarters of a rank's CPUs; WEFT_HOST_TURNS=0 lets the ranks of a host read at\n"
-             "once), the halo two slabs of one rank share read once; the first slabs, whose openings\n"
-             "start earlier, get more planes. The curve is the same whatever the places.\n"
+             "default three quarters of the rank's CPUs, or of the host's when its ranks take turns;\n"
+             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once), the halo two slabs of one rank\n"
+             "share read once; the first slabs, whose openings start earlier, get more planes. The\n"
+             "curve is the same whatever the places.\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))
     return 0;
@@ -268,9 +269,9 @@ int granulometry_main(int argc, char** argv) {
   job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
   job.gpu = job.places.front().is_gpu();
   job.budget = slab_budget(o, job.places, cluster);
-  // The GPU places of several ranks of a host read their slabs in turns, each rank with as many
-  // reading threads as if alone (decided before the first read starts them). Not with --median,
-  // whose reading filters on the host's cores.
+  // The GPU places of several ranks of a host read their slabs in turns, each rank with the
+  // reading threads of the whole host (decided before the first read starts them). Not with
+  // --median, whose reading filters on the host's cores.
   job.host_turns = job.gpu && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
   morphology::read_in_host_turns(job.host_turns);
   if (job.host_turns && root)

@@ -102,9 +102,10 @@ class HaloShare {
 /// the first slab's source sends the foreground bits of those planes to the second's, which posts
 /// their receives when its slab begins and takes them after its turn instead of reading them (as
 /// HaloShare does within a process). Not the default: on a 4xH200 host the bits (107 MB per
-/// halo) came 30-50 ms after the turn where reading the planes again takes about 8 ms, and the
-/// four-rank octahedron wall went from 0.530 s (8b9ec61, halos read again) to 0.572 s (8d2321e,
-/// another host; granulometry.json, keys slabs_2048_ranks4_turns1 and slabs_2048_ranks4_4xH200).
+/// halo) came an estimated 30-50 ms after the turn, where reading the planes again would take
+/// about 8 ms at the turns' read rate, and the four-rank octahedron wall went from 0.530 s
+/// (8b9ec61, halos read again) to 0.572 s (8d2321e, another host; granulometry.json, keys
+/// slabs_2048_ranks4_turns1 and slabs_2048_ranks4_4xH200).
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   std::shared_ptr<SideMessages> messages;

@@ -299,15 +299,11 @@ int granulometry_main(int argc, char** argv) {
   // core: ReadTurn within a rank, SlabReadTurns between ranks): the first slabs, which start their
   // openings earlier, get more planes (slabs.hpp). Not with --median, whose reading filters on the
   // host at another rate, nor over several hosts, whose turns run side by side.
-  const bool one_rank = std::all_of(job.places.begin(), job.places.end(),
-                                    [&](const Place& p) { return p.rank == job.places.front().rank; });
-  const bool one_host = std::all_of(job.places.begin(), job.places.end(), [&](const Place& p) {
-    return cluster.ranks[static_cast<std::size_t>(p.rank)].host ==
-           cluster.ranks[static_cast<std::size_t>(job.places.front().rank)].host;
-  });
   if (job.gpu && max_size >= 0)
     morphology::balance_for_gpus(plan, job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)),
-                                 o.slab_planes > 0, (one_rank || (one_host && job.host_turns)) && o.median == 0);
+                                 o.slab_planes > 0,
+                                 morphology::places_read_in_turns(job.places, cluster, job.host_turns) &&
+                                     o.median == 0);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

@@ -451,13 +451,7 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const bool one_rank =
-            std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == places[0].rank; });
-        const bool one_host = std::all_of(places.begin(), places.end(), [&](const Place& p) {
-          return env.cluster().ranks[static_cast<std::size_t>(p.rank)].host ==
-                 env.cluster().ranks[static_cast<std::size_t>(places[0].rank)].host;
-        });
-        const bool in_turns = one_rank || (one_host && host_turns);
+        const bool in_turns = morphology::places_read_in_turns(places, env.cluster(), host_turns);
         const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), in_turns, read_cost);
         std::vector<std::int64_t> own_each;
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);

@@ -118,6 +118,19 @@ bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluste
   return env ? env->every_rank(mine) : mine;
 }
 
+bool places_read_in_turns(const std::vector<Place>& places, const Cluster& cluster, bool host_turns) {
+  if (places.empty()) return false;
+  const Place& first = places.front();
+  auto host_of = [&](const Place& p) -> const std::string& {
+    return cluster.ranks[static_cast<std::size_t>(p.rank)].host;
+  };
+  const bool one_rank =
+      std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == first.rank; });
+  const bool one_host =
+      std::all_of(places.begin(), places.end(), [&](const Place& p) { return host_of(p) == host_of(first); });
+  return one_rank || (one_host && host_turns);
+}
+
 std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster) {
   if (!ranks_read_in_turns(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();

@@ -123,6 +123,10 @@ struct SlabReadTurns {
 /// MPI (the ranks agree on that variable): call it at the same point on every rank.
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
 
+/// Whether the slabs of `places` are read one after the other, as SlabPlan::read_cost assumes:
+/// all on one rank (ReadTurn), or all on one host whose ranks take turns (`host_turns`).
+[[nodiscard]] bool places_read_in_turns(const std::vector<Place>& places, const Cluster& cluster, bool host_turns);
+
 /// The turns of the slab sources of `places` when ranks_read_in_turns, else none (the sources of
 /// one process take turns through ReadTurn alone). Under MPI, collective over every rank
 /// (HostTurns): call it at the same point on every rank, outside a run.

@@ -21,6 +21,7 @@
 
 #include "weft/exec/environment.hpp"
 #include "weft/exec/executor.hpp"
+#include "weft/exec/host_segment.hpp"
 #include "weft/exec/host_turns.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
@@ -265,6 +266,29 @@ TEST(HostTurns, RanksAgreeOnWhetherToTakeTurns) {
   EXPECT_TRUE(env->every_rank(true));
 }
 
+TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
+  // Every rank reserves its own page of the segment and writes its host index there; after a
+  // barrier each sees every rank's value. A reservation past the end is refused.
+  const std::size_t page = 4096;
+  HostSegment segment(page * static_cast<std::size_t>(env->size()), "a test");
+  ASSERT_NE(segment.data(), nullptr);
+  EXPECT_EQ(segment.host_ranks(), env->size());  // one host here
+  EXPECT_GE(segment.bytes(), page * static_cast<std::size_t>(env->size()));
+  const auto mine = page * static_cast<std::size_t>(segment.host_index());
+  ASSERT_TRUE(segment.reserve(mine, page));
+  auto* bytes = static_cast<std::byte*>(segment.data());
+  std::int64_t value = 1000 + segment.host_index();
+  std::memcpy(bytes + mine, &value, sizeof value);
+  EXPECT_FALSE(segment.reserve(segment.bytes() - page, 2 * page));
+  if (env->distributed()) MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < segment.host_ranks(); ++i) {
+    segment.map_pages(page * static_cast<std::size_t>(i), page);
+    std::memcpy(&value, bytes + page * static_cast<std::size_t>(i), sizeof value);
+    EXPECT_EQ(value, 1000 + i) << i;
+  }
+  if (env->distributed()) MPI_Barrier(MPI_COMM_WORLD);  // no rank unmaps before all have read
+}
+
 TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
   HostTurns turns;  // collective: every rank makes one
   int polls = 0;
@@ -275,11 +299,11 @@ TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
 
 TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   // One CPU place per rank, one round (own 0, N = 1: halos that do not meet) or several (own 4,
-  // N = 3), chunks of 5 planes, each read taking 3 ms: slab (round r, worker w) is turn r · W + w
-  // of the host, and every read of a turn ends before the first read of the next one starts. In
-  // one round, every plane is read once over all ranks but those of the halos two slabs share,
-  // twice; once too with WEFT_HALO_MESSAGES=1 (the first slab hands them to the second). The
-  // curve is the whole volume's.
+  // N = 3: the halos' slots taken again), chunks of 5 planes, each read taking 3 ms: slab
+  // (round r, worker w) is turn r · W + w of the host, and every read of a turn ends before the
+  // first read of the next one starts. In one round, every plane is read once over all ranks (the
+  // first slab hands the halo two slabs share to the second through HostHalos), or, with
+  // WEFT_HALO_HANDOVER=0, the planes of those halos twice. The curve is the whole volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) {
@@ -287,16 +311,14 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     GTEST_SKIP() << "the turns of several ranks";
   }
   ASSERT_NE(turns, nullptr);
-  EXPECT_EQ(turns->messages, nullptr);  // not by default
+  EXPECT_TRUE(turns->handover);  // by default
   const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
-  for (const auto& [own, last, messages] :
-       {std::tuple<std::int64_t, int, bool>{0, 1, false}, {0, 1, true}, {4, 3, true}, {4, 3, false}}) {
-    if (messages) setenv("WEFT_HALO_MESSAGES", "1", 1);
+  for (const auto& [own, last, handed] :
+       {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {4, 3, true}, {4, 3, false}}) {
+    if (!handed && env->rank() == env->size() - 1) setenv("WEFT_HALO_HANDOVER", "0", 1);  // one rank says no
     const auto these = morphology::slab_read_turns(places, env->cluster());
-    unsetenv("WEFT_HALO_MESSAGES");
-    const bool handed = these->messages != nullptr;
-    if (messages && !handed) std::printf("halos between ranks read twice: no MPI_THREAD_MULTIPLE\n");
-    EXPECT_TRUE(!handed || messages);
+    unsetenv("WEFT_HALO_HANDOVER");
+    EXPECT_EQ(these->handover, handed);
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                              static_cast<int>(places.size()), own, 0, 0);
     std::mutex mutex;

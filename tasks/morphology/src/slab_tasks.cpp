@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
 
 namespace weft::morphology {
 namespace {
@@ -135,43 +137,170 @@ std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& p
   if (!ranks_read_in_turns(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();
   out->turns = std::make_shared<HostTurns>();
-  // The halo two slabs of different ranks share is read by both unless WEFT_HALO_MESSAGES=1 on
-  // every rank: handed over by MPI it came later than read again on the 4xH200 hosts measured
-  // (SlabReadTurns).
-  out->messages = std::make_shared<SideMessages>();
-  const char* wanted = std::getenv("WEFT_HALO_MESSAGES");
+  // The halo two slabs of different ranks of a host share is handed over unless
+  // WEFT_HALO_HANDOVER=0 on some rank (the ranks agree: HostHalos is made collectively).
+  const char* off = std::getenv("WEFT_HALO_HANDOVER");
+  const bool mine = !(off && std::string(off) == "0");
   const Environment* env = Environment::current();
-  const bool mine = wanted && std::string(wanted) == "1";
-  if (!(env ? env->every_rank(mine) : mine) || !out->messages->available()) out->messages.reset();
-  for (const Place& p : places) out->rank.push_back(p.rank);
-  std::map<std::string, int> count;  // workers per host so far
+  out->handover = env ? env->every_rank(mine) : mine;
+  std::map<std::string, int> count, number;  // per host: workers so far, its number
   auto host_of = [&](const Place& p) { return cluster.ranks[static_cast<std::size_t>(p.rank)].host; };
-  for (const Place& p : places) out->host_position.push_back(count[host_of(p)]++);
+  for (const Place& p : places) {
+    out->rank.push_back(p.rank);
+    out->host.push_back(number.emplace(host_of(p), static_cast<int>(number.size())).first->second);
+    out->host_position.push_back(count[host_of(p)]++);
+  }
   for (const Place& p : places) out->host_workers.push_back(count[host_of(p)]);
   return out;
 }
 
+namespace {
+constexpr std::size_t kPage = 4096;
+std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+
+/// Polls `ready` every 20 µs until it holds; false as soon as `stop` does.
+bool wait_until(const std::function<bool()>& ready, const std::function<bool()>& stop) {
+  while (!ready()) {
+    if (stop && stop()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
+}
+}  // namespace
+
+HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const SlabReadTurns& turns)
+    : plan_(plan), rank_(turns.rank), host_(turns.host),
+      plane_bytes_(static_cast<std::size_t>(foreground_plane_bytes(plan.height, plan.width))) {
+  if (static_cast<std::size_t>(plan_.workers) > rank_.size() || rank_.size() != host_.size())
+    throw ConfigError("halos between ranks: the turns have " + std::to_string(rank_.size()) +
+                      " workers, the plan has " + std::to_string(plan_.workers));
+  // The same on every rank (the plan and the places are): the largest halo and piece count.
+  const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
+  std::int64_t largest = 0;
+  std::size_t pieces = 0;
+  for (std::int64_t n = 1; n < total && chunk_planes > 0; ++n) {
+    if (!linked(n)) continue;
+    const auto seg = shared_planes(plan_, n - 1);
+    largest = std::max(largest, seg.second - seg.first);
+    const auto all = slab_pieces(plan_, n, chunk_planes);
+    pieces = std::max(pieces, static_cast<std::size_t>(std::count_if(all.begin(), all.end(),
+                                                                    [](const SlabPiece& p) { return p.take; })));
+  }
+  if (largest == 0) return;
+  const std::size_t slots = 2 * static_cast<std::size_t>(plan_.workers);
+  flags_ = 1 + pieces;
+  header_bytes_ = round_up(slots * flags_ * sizeof(std::int64_t), kPage);
+  slot_bytes_ = round_up(static_cast<std::size_t>(largest) * plane_bytes_, kPage);
+  segment_ = std::make_unique<HostSegment>(header_bytes_ + slots * slot_bytes_, "the halos of its slabs");
+  // Each rank gives memory to the slots it writes now, so that no copy faults pages in or finds
+  // /dev/shm full; then maps those it reads.
+  const Environment* env = Environment::current();
+  const int me = env ? env->rank() : 0;
+  std::set<std::size_t> writes, reads;
+  for (std::int64_t n = 1; n < total; ++n)
+    if (linked(n)) {
+      if (rank_[static_cast<std::size_t>((n - 1) % plan_.workers)] == me) writes.insert(slot(n));
+      if (rank_[static_cast<std::size_t>(n % plan_.workers)] == me) reads.insert(slot(n));
+    }
+  bool ok = segment_->data() && segment_->reserve(0, header_bytes_);
+  for (const std::size_t s : writes) ok = ok && segment_->reserve(header_bytes_ + s * slot_bytes_, slot_bytes_);
+  if (!ok && segment_->data())
+    logger("morphology")->warn("no room in /dev/shm for the halos of the slabs ({} bytes): each slab reads its halos",
+                               writes.size() * slot_bytes_);
+  if (!(env ? env->every_rank(ok) : ok)) {
+    segment_.reset();
+    return;
+  }
+  for (const std::size_t s : reads) segment_->map_pages(header_bytes_ + s * slot_bytes_, slot_bytes_);
+}
+
+bool HostHalos::linked(std::int64_t n) const {
+  const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
+  if (n < 1 || n >= total) return false;
+  const auto a = static_cast<std::size_t>((n - 1) % plan_.workers), b = static_cast<std::size_t>(n % plan_.workers);
+  if (rank_[a] == rank_[b] || host_[a] != host_[b]) return false;
+  const auto seg = shared_planes(plan_, n - 1);
+  return seg.second > seg.first;
+}
+
+std::size_t HostHalos::slot(std::int64_t n) const {
+  return static_cast<std::size_t>(n % plan_.workers) * 2 + static_cast<std::size_t>((n / plan_.workers) % 2);
+}
+
+std::int64_t* HostHalos::flag(std::size_t slot, std::size_t k) const {
+  return static_cast<std::int64_t*>(segment_->data()) + slot * flags_ + k;
+}
+
+std::byte* HostHalos::bits(std::size_t slot) const {
+  return static_cast<std::byte*>(segment_->data()) + header_bytes_ + slot * slot_bytes_;
+}
+
+namespace {
+/// Where piece j of slab n's halo, planes [first, first + planes), lies in its slot.
+std::size_t piece_offset(const SlabPlan& plan, std::int64_t n, std::size_t j, std::size_t flags, std::int64_t first,
+                         std::int64_t planes, std::size_t plane_bytes, std::size_t slot_bytes) {
+  const auto seg = shared_planes(plan, n - 1);
+  if (j + 1 >= flags || first < seg.first || planes < 0 || first + planes > seg.second ||
+      static_cast<std::size_t>(seg.second - seg.first) * plane_bytes > slot_bytes)
+    throw Error("halo piece " + std::to_string(j) + " of slab " + std::to_string(n) + ", planes [" +
+                std::to_string(first) + ", " + std::to_string(first + planes) + "), outside its halo [" +
+                std::to_string(seg.first) + ", " + std::to_string(seg.second) + ")");
+  return static_cast<std::size_t>(first - seg.first) * plane_bytes;
+}
+}  // namespace
+
+bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Array& data,
+                    const std::function<bool()>& stop) const {
+  const std::int64_t planes = data.shape().ndim() == 2 ? data.shape()[0] : -1;
+  if (!segment_ || data.bytes() != static_cast<std::size_t>(std::max<std::int64_t>(planes, 0)) * plane_bytes_)
+    throw Error("halo piece of slab " + std::to_string(n) + ": " + data.shape().str() + " is not foreground bits");
+  const std::size_t s = slot(n);
+  const std::size_t at = piece_offset(plan_, n, j, flags_, first, planes, plane_bytes_, slot_bytes_);
+  // The slot's slab of two rounds before must have taken its halo.
+  const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
+  const std::int64_t before = n - 2 * std::int64_t{plan_.workers};
+  if (!wait_until([&] { return taken_by.load(std::memory_order_acquire) >= before + 1; }, stop)) return false;
+  std::memcpy(bits(s) + at, data.raw(), data.bytes());
+  std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(n + 1, std::memory_order_release);
+  return true;
+}
+
+std::optional<Array> HostHalos::take(std::int64_t n, std::size_t j, std::int64_t first, std::int64_t end,
+                                     const std::function<bool()>& stop) const {
+  if (!segment_) throw Error("halo of slab " + std::to_string(n) + " taken where none is handed over");
+  const std::size_t s = slot(n);
+  const std::size_t at = piece_offset(plan_, n, j, flags_, first, end - first, plane_bytes_, slot_bytes_);
+  const std::atomic_ref<std::int64_t> put_for(*flag(s, 1 + j));
+  if (!wait_until([&] { return put_for.load(std::memory_order_acquire) >= n + 1; }, stop)) return std::nullopt;
+  Array out = Array::host(DType::u8, Shape(end - first, static_cast<std::int64_t>(plane_bytes_)));
+  std::memcpy(out.raw(), bits(s) + at, out.bytes());
+  return out;
+}
+
+void HostHalos::taken(std::int64_t n) const {
+  if (segment_) std::atomic_ref<std::int64_t>(*flag(slot(n), 0)).store(n + 1, std::memory_order_release);
+}
+
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
-                       std::shared_ptr<HaloShare> share, std::shared_ptr<const SlabReadTurns> turns)
+                       std::shared_ptr<HaloShare> share, std::shared_ptr<const SlabReadTurns> turns,
+                       std::shared_ptr<const HostHalos> halos)
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
       chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)), turns_(std::move(turns)),
+      halos_(std::move(halos)),
       read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {
   if (turns_ && (static_cast<std::size_t>(plan_.workers) > turns_->host_position.size() ||
-                 turns_->host_position.size() != turns_->host_workers.size() ||
-                 (turns_->messages && turns_->rank.size() != turns_->host_position.size()) || !turns_->turns))
+                 turns_->host_position.size() != turns_->host_workers.size() || !turns_->turns))
     throw ConfigError(this->name() + ": host turns for " + std::to_string(turns_->host_position.size()) +
                       " workers, the plan has " + std::to_string(plan_.workers));
+  if (halos_ && !halos_->available()) halos_.reset();
 }
 
 SlabSource::~SlabSource() {
-  ahead_.clear();  // the reads ahead finish first (their futures wait)
+  abandon_ = true;  // the copies that still wait give up
+  ahead_.clear();   // the reads ahead finish first (their futures wait)
+  takes_.clear();
+  puts_.clear();
   end_turn();
-  // Halo sends not received (the run stopped on an error): given up, their bits kept to the end.
-  static std::mutex mutex;
-  static std::vector<Array> kept;
-  const std::lock_guard lock(mutex);
-  for (auto& [bits, sending] : sends_)
-    if (!sending.done()) kept.push_back(bits);
 }
 
 void SlabSource::end_turn() noexcept {
@@ -179,35 +308,40 @@ void SlabSource::end_turn() noexcept {
   turn_ = -1;
 }
 
-bool SlabSource::linked(std::int64_t a, std::int64_t b) const {
-  const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
-  if (!turns_ || !turns_->messages || a < 0 || b < 0 || a >= total || b >= total) return false;
-  return turns_->rank[static_cast<std::size_t>(a % plan_.workers)] !=
-         turns_->rank[static_cast<std::size_t>(b % plan_.workers)];
-}
-
-namespace {
-/// Tag of the j-th piece of the halo that slab `s` shares with the slab before.
-int halo_tag(std::int64_t s, std::size_t j) {
-  return static_cast<int>(((s % 4096) << 8) | static_cast<std::int64_t>(j % 256));
-}
-}  // namespace
-
-void SlabSource::send_piece(const Array& m, std::size_t k) {
-  std::size_t first_kept = 0;
-  while (!pieces_[first_kept].keep) ++first_kept;
+void SlabSource::put_piece(const Array& m, std::size_t k) {
+  const auto first_kept = static_cast<std::size_t>(
+      std::find_if(pieces_.begin(), pieces_.end(), [](const SlabPiece& p) { return p.keep; }) - pieces_.begin());
   Array bits = is_foreground_bits(m, plan_.height, plan_.width) ? m : foreground_bits(m, {});
-  const int to = turns_->rank[static_cast<std::size_t>((number_ + 1) % plan_.workers)];
-  SideRequest sending = turns_->messages->send(to, halo_tag(number_ + 1, k - first_kept), bits.raw(),
-                                            static_cast<std::size_t>(bits.bytes()));
-  sends_.emplace_back(std::move(bits), std::move(sending));
+  puts_.push_back(std::async(std::launch::async, [this, n = number_ + 1, j = k - first_kept, first = pieces_[k].first,
+                                                  bits = std::move(bits)] {
+    return halos_->put(n, j, first, bits, [this] { return abandon_.load(); });
+  }));
+}
+
+void SlabSource::finish_puts(Context& ctx) {
+  while (!puts_.empty()) {
+    if (puts_.front().wait_for(std::chrono::microseconds(20)) == std::future_status::ready) {
+      (void)puts_.front().get();  // rethrows a failed copy's error
+      puts_.pop_front();
+    } else if (ctx.cancelled()) {
+      abandon_ = true;
+      throw Error(name() + ": the run was cancelled while halo planes were on their way");
+    }
+  }
 }
 
 Array SlabSource::receive_piece(Context& ctx, std::size_t k) {
-  auto& [bits, receiving] = receives_[k - turn_pieces_];
-  if (!receiving.wait([&ctx] { return ctx.cancelled(); }))
-    throw Error(name() + ": the run was cancelled while this source waited for the halo of the slab before");
-  return std::move(bits);
+  auto& taking = takes_[k - turn_pieces_];
+  const std::string cancelled = name() + ": the run was cancelled while this source waited for the halo of the slab before";
+  while (taking.wait_for(std::chrono::microseconds(20)) != std::future_status::ready)
+    if (ctx.cancelled()) {
+      abandon_ = true;  // the copy gives up; its future is left to the destructor
+      throw Error(cancelled);
+    }
+  std::optional<Array> bits = taking.get();
+  if (!bits) throw Error(cancelled);
+  if (k + 1 == pieces_.size()) halos_->taken(number_);
+  return std::move(*bits);
 }
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
@@ -222,15 +356,13 @@ Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t orde
 }
 
 void SlabSource::run(Context& ctx) {
-  while (!sends_.empty() && sends_.front().second.done()) sends_.pop_front();
+  while (!puts_.empty() && puts_.front().wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    (void)puts_.front().get();  // rethrows a failed copy's error
+    puts_.pop_front();
+  }
   if (next_ >= pieces_.size()) {  // a new slab
     if (round_ == plan_.rounds()) {
-      // The halos sent leave before the stream ends (their receivers take them in their own time).
-      while (!sends_.empty()) {
-        if (ctx.cancelled()) throw Error(name() + ": the run was cancelled while halo planes were on their way");
-        if (sends_.front().second.done()) sends_.pop_front();
-        else std::this_thread::sleep_for(std::chrono::microseconds(20));
-      }
+      finish_puts(ctx);  // the halos for the next slabs' ranks are in before the stream ends
       return ctx.end_stream();
     }
     number_ = std::int64_t{round_} * plan_.workers + worker_;
@@ -238,20 +370,16 @@ void SlabSource::run(Context& ctx) {
     current_ = plan_.slab(round, worker_);
     pieces_ = current_.empty() ? std::vector<SlabPiece>{} : slab_pieces(plan_, number_, chunk_planes_);
     next_ = 0;
-    // The halo shared with the slab before (the last pieces) comes from its rank when linked: its
-    // receives are posted now, so that the bits travel while this source waits and reads.
+    // The halo shared with the slab before (the last pieces) comes from its rank when linked: the
+    // copies start now, so that they run while this source waits for its turn and reads.
     turn_pieces_ = pieces_.size();
-    receives_.clear();
-    if (linked(number_ - 1, number_)) {
+    takes_.clear();
+    if (linked(number_)) {
       while (turn_pieces_ > 0 && pieces_[turn_pieces_ - 1].take) --turn_pieces_;
-      const int from = turns_->rank[static_cast<std::size_t>((number_ - 1) % plan_.workers)];
-      for (std::size_t k = turn_pieces_; k < pieces_.size(); ++k) {
-        Array bits = Array::host(DType::u8, Shape(pieces_[k].end - pieces_[k].first,
-                                                  foreground_plane_bytes(plan_.height, plan_.width)));
-        SideRequest receiving = turns_->messages->receive(from, halo_tag(number_, k - turn_pieces_), bits.raw(),
-                                                          static_cast<std::size_t>(bits.bytes()));
-        receives_.emplace_back(std::move(bits), std::move(receiving));
-      }
+      for (std::size_t k = turn_pieces_; k < pieces_.size(); ++k)
+        takes_.push_back(std::async(std::launch::async, [this, n = number_, j = k - turn_pieces_, p = pieces_[k]] {
+          return halos_->take(n, j, p.first, p.end, [this] { return abandon_.load(); });
+        }));
     }
     if (turns_) {
       turn_ = turns_->turn(round, worker_);
@@ -298,7 +426,7 @@ void SlabSource::read_next(Context& ctx) {
   if (!m) m = started.valid() ? started.get() : read(piece.first, piece.end - piece.first, static_cast<std::int64_t>(k));
   if (piece.keep && share_ && is_foreground_bits(*m, plan_.height, plan_.width))
     share_->keep(number_, piece.first, piece.end, *m, plan_.workers);
-  if (piece.keep && linked(number_, number_ + 1)) send_piece(*m, k);
+  if (piece.keep && linked(number_ + 1)) put_piece(*m, k);
   // The turn ends with the slab's last piece read here (the reads ahead came before it), before
   // the pieces that come from the slab before's rank.
   if (k + 1 >= turn_pieces_) end_turn();
@@ -503,9 +631,10 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   const std::int64_t plane = plan.height * plan.width;
   const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;  // planes
   const auto share = std::make_shared<HaloShare>();
+  const auto halos = turns && turns->handover ? std::make_shared<const HostHalos>(plan, chunk, *turns) : nullptr;
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
-    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share, turns);
+    auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share, turns, halos);
     auto& upload = graph.add<SlabUpload>("upload." + id, plan.height, plan.width);
     auto& openings = graph.add<SlabGranulometry>("openings." + id, options);
     graph.connect(source.mask, upload.mask_in);

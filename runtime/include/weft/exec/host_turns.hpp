@@ -5,6 +5,9 @@
 /// host's ranks (POSIX shared memory, its name agreed over MPI), so no message is sent per turn.
 #include <cstdint>
 #include <functional>
+#include <memory>
+
+#include "weft/exec/host_segment.hpp"
 
 namespace weft {
 
@@ -19,8 +22,8 @@ class HostTurns {
   HostTurns& operator=(const HostTurns&) = delete;
 
   /// Ranks on this host (1 without MPI) and this rank's index among them (in rank order).
-  [[nodiscard]] int host_ranks() const noexcept { return host_ranks_; }
-  [[nodiscard]] int host_index() const noexcept { return host_index_; }
+  [[nodiscard]] int host_ranks() const noexcept { return segment_->host_ranks(); }
+  [[nodiscard]] int host_index() const noexcept { return segment_->host_index(); }
 
   /// Blocks until turns 0 .. turn − 1 of this host have ended (polling every 50 µs); a turn
   /// nobody ends keeps the later ones waiting, so end() every turn taken, on errors too. Returns
@@ -32,9 +35,8 @@ class HostTurns {
   [[nodiscard]] std::int64_t ended() const noexcept;
 
  private:
-  std::int64_t* count_ = nullptr;  // shared by the host's ranks, this process's own, or none (no turns)
-  std::int64_t own_ = 0;           // the count when nothing is shared
-  int host_ranks_ = 1, host_index_ = 0;
+  std::unique_ptr<HostSegment> segment_;
+  std::int64_t* count_ = nullptr;  // in segment_: shared by the host's ranks, this process's own, or none (no turns)
 };
 
 }  // namespace weft

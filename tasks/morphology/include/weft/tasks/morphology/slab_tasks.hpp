@@ -12,6 +12,8 @@
 /// planes go to upload.i as they are read, so that reading chunk c + 1 overlaps the transfer of
 /// chunk c (the first slab's too, which no computation hides); upload.i assembles the slab. Curves of a round are summed by a
 /// fan-in task; the size maps of the slabs' own planes leave on each worker's size_map output.
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -25,7 +27,7 @@
 #include <vector>
 
 #include "weft/exec/host_turns.hpp"
-#include "weft/exec/side_messages.hpp"
+#include "weft/exec/host_segment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
@@ -97,25 +99,66 @@ class HaloShare {
 /// numbered in worker order. A source waits for its turn before its slab's first read and ends it
 /// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
-/// process do through ReadTurn. With `messages` (WEFT_HALO_MESSAGES=1 on every rank, and MPI
-/// offering MPI_THREAD_MULTIPLE), the halo two slabs of different ranks share is read once too:
-/// the first slab's source sends the foreground bits of those planes to the second's, which posts
-/// their receives when its slab begins and takes them after its turn instead of reading them (as
-/// HaloShare does within a process). Not the default: on a 4xH200 host the bits (107 MB per
-/// halo) came an estimated 30-50 ms after the turn, where reading the planes again would take
-/// about 8 ms at the turns' read rate, and the four-rank octahedron wall went from 0.530 s
-/// (8b9ec61, halos read again) to 0.572 s (8d2321e, another host; granulometry.json, keys
-/// slabs_2048_ranks4_turns1 and slabs_2048_ranks4_4xH200).
+/// process do through ReadTurn. With `handover` (unless WEFT_HALO_HANDOVER=0 on some rank), the
+/// halo two slabs of different ranks of one host share is read once too, as HaloShare does within
+/// a process: the first slab's source copies its bits into memory the host's ranks share
+/// (HostHalos) and the second's copies them out while it reads its own planes. Without it, each
+/// of the two slabs reads those planes: on a 4xH200 host the later turns then re-read 2.6 GB and
+/// the slabs were ready at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank
+/// (granulometry.json, slabs_2048_ranks4_turns1 and slabs_2048_4xH200). The handover by MPI
+/// messages that came before (8d2321e) was slower than reading again: the 107 MB of a halo's
+/// bits came 30-50 ms after the turn.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
-  std::shared_ptr<SideMessages> messages;
+  bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)
   std::vector<int> host_position;  ///< per worker
   std::vector<int> host_workers;   ///< per worker: the workers of its host
   std::vector<int> rank;           ///< per worker: the rank that reads its slabs
+  std::vector<int> host;           ///< per worker: its host (numbered in worker order)
   [[nodiscard]] std::int64_t turn(int round, int worker) const {
     const auto w = static_cast<std::size_t>(worker);
     return std::int64_t{round} * host_workers[w] + host_position[w];
   }
+};
+
+/// The halos that slabs of different ranks of one host share (shared_planes), handed from the
+/// source of the first slab to that of the second through a HostSegment: two slots per worker
+/// (slab n's halo in slot 2 (n mod W) + round parity), each with a flag per piece of the halo
+/// (slab_pieces) set once its bits are in, and one set once the slab has taken them all, which
+/// the slab two rounds later waits for before writing. The bits are copied in by the first
+/// slab's source on threads of its own, out by the second's while it reads its own planes.
+class HostHalos {
+ public:
+  /// Under MPI, collective over every rank (call it at the same point on every rank, outside a
+  /// run). available() is false where no two slabs of different ranks of one host share planes,
+  /// or where their host lacks the shared memory (a warning): each slab then reads its halos.
+  HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const SlabReadTurns& turns);
+  HostHalos(const HostHalos&) = delete;
+  HostHalos& operator=(const HostHalos&) = delete;
+
+  [[nodiscard]] bool available() const noexcept { return segment_ != nullptr; }
+  /// Whether slab n takes the halo it shares with slab n − 1 from that slab's rank through here.
+  [[nodiscard]] bool linked(std::int64_t n) const;
+  /// Copies piece j of the halo of slab n (the bits of planes [first, first + bits' planes), the
+  /// j-th piece that slab n − 1 keeps) into its slot, once the slot's slab of two rounds before
+  /// has taken its own; then sets the piece's flag. False, nothing written, once `stop` says so.
+  [[nodiscard]] bool put(std::int64_t n, std::size_t j, std::int64_t first, const Array& bits,
+                         const std::function<bool()>& stop) const;
+  /// The bits of piece j of slab n's halo, planes [first, end), once put (copied into a host
+  /// array); nullopt once `stop` says so.
+  [[nodiscard]] std::optional<Array> take(std::int64_t n, std::size_t j, std::int64_t first, std::int64_t end,
+                                          const std::function<bool()>& stop) const;
+  /// Slab n has taken every piece of its halo: its slot may take the halo of slab n + 2W.
+  void taken(std::int64_t n) const;
+
+ private:
+  [[nodiscard]] std::size_t slot(std::int64_t n) const;
+  [[nodiscard]] std::int64_t* flag(std::size_t slot, std::size_t k) const;  // k = 0: taken, 1 + j: piece j
+  [[nodiscard]] std::byte* bits(std::size_t slot) const;
+  SlabPlan plan_;
+  std::vector<int> rank_, host_;  // per worker (SlabReadTurns)
+  std::size_t plane_bytes_ = 0, slot_bytes_ = 0, flags_ = 0, header_bytes_ = 0;
+  std::unique_ptr<HostSegment> segment_;
 };
 
 /// Whether the slab reads of `places` (one per worker) are taken in turns between ranks: some host
@@ -152,8 +195,11 @@ struct SlabReadTurns {
 /// not kept). The chunks that the share may hold are not read ahead.
 class SlabSource final : public Task {
  public:
+  /// `halos`: where the halo shared with a slab of another rank of the host comes from and goes to
+  /// (HostHalos::linked), instead of being read by both.
   SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes = 0,
-             std::shared_ptr<HaloShare> share = nullptr, std::shared_ptr<const SlabReadTurns> turns = nullptr);
+             std::shared_ptr<HaloShare> share = nullptr, std::shared_ptr<const SlabReadTurns> turns = nullptr,
+             std::shared_ptr<const HostHalos> halos = nullptr);
   ~SlabSource() override;
   SlabSource(const SlabSource&) = delete;
   SlabSource& operator=(const SlabSource&) = delete;
@@ -166,20 +212,24 @@ class SlabSource final : public Task {
   void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
   void read_next(Context& ctx);  // reads and sends the current slab's next piece
   void end_turn() noexcept;     // ends the host turn held, if any
-  /// Whether slabs `a` and `b` are read by different ranks that hand their shared halo over (turns_->messages).
-  [[nodiscard]] bool linked(std::int64_t a, std::int64_t b) const;
+  /// Whether slab n's halo with slab n − 1 is handed over through halos_.
+  [[nodiscard]] bool linked(std::int64_t n) const { return halos_ && halos_->linked(n); }
   [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
-  void send_piece(const Array& m, std::size_t k);  // to the next slab's rank
+  void put_piece(const Array& m, std::size_t k);  // for the next slab's rank
+  /// Waits for the halo pieces on their way to the next slab's rank, rethrowing their errors.
+  void finish_puts(Context& ctx);
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;
   std::int64_t chunk_planes_ = 0;
   std::shared_ptr<HaloShare> share_;
   std::shared_ptr<const SlabReadTurns> turns_;
+  std::shared_ptr<const HostHalos> halos_;
   std::int64_t turn_ = -1;     // the host turn held while the current slab is read (-1: none)
-  std::size_t turn_pieces_ = 0;  // pieces of the current slab read in its turn (the rest received)
-  std::deque<std::pair<Array, SideRequest>> sends_;     // halo bits on their way to the next slab's rank
-  std::vector<std::pair<Array, SideRequest>> receives_;  // the current slab's pieces from the slab before's rank
+  std::size_t turn_pieces_ = 0;  // pieces of the current slab read in its turn (the rest taken from halos_)
+  std::atomic<bool> abandon_{false};        // set when the source goes: the copies below stop waiting
+  std::deque<std::future<bool>> puts_;      // halo pieces being copied for the next slab's rank
+  std::vector<std::future<std::optional<Array>>> takes_;  // the current slab's halo pieces from the slab before's rank
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks
   std::int64_t number_ = 0;    // its number (round · workers + worker)
@@ -295,7 +345,9 @@ struct SlabGraph {
 
 /// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).
 /// `options.max_size` must be ≥ 0 unless the plan has a single slab. Slabs are read in chunks of
-/// about `chunk_bytes` (whole planes; 0: whole slabs), in host turns with `turns` (slab_read_turns).
+/// about `chunk_bytes` (whole planes; 0: whole slabs), in host turns with `turns` (slab_read_turns),
+/// the halos between ranks of a host handed over where `turns->handover` (HostHalos: then
+/// collective under MPI, call it at the same point on every rank).
 SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const GranulometryOptions& options,
                                 const MaskReader& reader, std::int64_t chunk_bytes = kSlabChunkBytes,
                                 std::shared_ptr<const SlabReadTurns> turns = nullptr);

@@ -1,0 +1,42 @@
+#pragma once
+/// Memory that the ranks of one host share: a POSIX shared-memory segment whose name the host's
+/// first rank chooses and sends to the others over MPI. Made collectively; alone (no MPI, or the
+/// only rank of its host) it is this process's own memory, so callers need no second path.
+#include <cstddef>
+
+namespace weft {
+
+class HostSegment {
+ public:
+  /// Under MPI, collective over every rank of the job: call it at the same point on every rank,
+  /// outside a run. The segment has the largest `bytes` asked on its host, zero-filled, its pages
+  /// given only as they are touched or reserved. Where the host's ranks cannot map one segment (no
+  /// /dev/shm), a warning naming `what` is logged and data() is null on every rank of that host.
+  HostSegment(std::size_t bytes, const char* what);
+  ~HostSegment();
+  HostSegment(const HostSegment&) = delete;
+  HostSegment& operator=(const HostSegment&) = delete;
+
+  /// The segment (page-aligned), or null where the host's ranks could not share one.
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// Ranks on this host (1 without MPI) and this rank's index among them (in rank order).
+  [[nodiscard]] int host_ranks() const noexcept { return host_ranks_; }
+  [[nodiscard]] int host_index() const noexcept { return host_index_; }
+
+  /// Gives the pages of [offset, offset + bytes) their memory now (fallocate where shared), so
+  /// that no later write faults them in or finds /dev/shm full (a SIGBUS), and maps them into this
+  /// process. False, with nothing else changed, where the host lacks the memory. Not collective.
+  [[nodiscard]] bool reserve(std::size_t offset, std::size_t bytes) noexcept;
+  /// Maps the pages of [offset, offset + bytes) into this process (that another rank reserved),
+  /// so that the first reads of them do not fault. Best effort; not collective.
+  void map_pages(std::size_t offset, std::size_t bytes) const noexcept;
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  int fd_ = -1;  // the shared segment's descriptor (for reserve), -1 for this process's own memory
+  int host_ranks_ = 1, host_index_ = 0;
+};
+
+}  // namespace weft

@@ -87,6 +87,7 @@ struct Measure {
   std::vector<std::int64_t> curve;
   int slabs = 0, rounds = 0;
   std::int64_t planes = 0;
+  bool halo_handover = false;  // the halos between ranks of a host handed over (SlabReadTurns::handover)
 };
 
 /// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them
@@ -263,6 +264,7 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
       MPI_Allreduce(MPI_IN_PLACE, each->data(), static_cast<int>(each->size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   }
   m.curve = *total;
+  m.halo_handover = turns && turns->handover;
   m.slabs = plan.slabs();
   m.rounds = plan.rounds();
   m.planes = plan.planes;
@@ -481,6 +483,7 @@ int main(int argc, char** argv) {
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
                     {"host_turns", host_turns && morphology::ranks_read_in_turns(places, env.cluster())},
+                    {"halo_handover", best.halo_handover},
                     {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
                     {"read_end_seconds_each", best.read_end_each}, {"openings_start_seconds_each", best.start_each},
                     {"openings_end_seconds_each", best.end_each},
@@ -521,7 +524,8 @@ int main(int argc, char** argv) {
                                    "T1 wall / (g (compute + read_upload)), the wall efficiency of a run whose "
                                    "reading overlaps no opening; read_cost > 0 (one host): the workers read their "
                                    "slabs in turns (host_turns: between ranks too), each slab's leading halo "
-                                   "taken from the slab before when both are on one rank, and "
+                                   "taken from the slab before when both are on one rank, or on two ranks of "
+                                   "one host through shared memory (halo_handover), and "
                                    "the first slabs, which start their openings earlier, get more planes "
                                    "(own_planes_each), so that the slowest worker's compute is longer than in "
                                    "an even split by design; read_end / openings_start / openings_end_seconds_each: "

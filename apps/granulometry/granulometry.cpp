@@ -230,8 +230,9 @@ int granulometry_main(int argc, char** argv) {
              "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
              "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
              "default three quarters of the rank's CPUs, or of the host's when its ranks take turns;\n"
-             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once), the halo two slabs of one rank\n"
-             "share read once; the first slabs, whose openings start earlier, get more planes. The\n"
+             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once), the halo two slabs share read\n"
+             "once (between the ranks of a host, handed over through /dev/shm; WEFT_HALO_HANDOVER=0:\n"
+             "read by both); the first slabs, whose openings start earlier, get more planes. The\n"
              "curve is the same whatever the places.\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))

@@ -298,12 +298,13 @@ TEST(HostTurns, AWaitEndsWhenItsStopSaysSo) {
 }
 
 TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
-  // One CPU place per rank, one round (own 0, N = 1: halos that do not meet) or several (own 4,
-  // N = 3: the halos' slots taken again), chunks of 5 planes, each read taking 3 ms: slab
-  // (round r, worker w) is turn r · W + w of the host, and every read of a turn ends before the
-  // first read of the next one starts. In one round, every plane is read once over all ranks (the
-  // first slab hands the halo two slabs share to the second through HostHalos), or, with
-  // WEFT_HALO_HANDOVER=0, the planes of those halos twice. The curve is the whole volume's.
+  // One CPU place per rank, one round (own 0, N = 1: halos that do not meet) or several (own 9,
+  // N = 1: the halos' slots written again once taken; own 4, N = 3: halos that meet, read by both
+  // slabs), chunks of 5 planes, each read taking 3 ms: slab (round r, worker w) is turn r · W + w
+  // of the host, and every read of a turn ends before the first read of the next one starts.
+  // Where the halos do not meet, every plane is read once over all ranks (the first slab hands
+  // the halo two slabs share to the second through HostHalos), or, with WEFT_HALO_HANDOVER=0,
+  // the planes of those halos twice. The curve is the whole volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) {
@@ -314,7 +315,7 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   EXPECT_TRUE(turns->handover);  // by default
   const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
   for (const auto& [own, last, handed] :
-       {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {4, 3, true}, {4, 3, false}}) {
+       {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {9, 1, true}, {4, 3, true}, {4, 3, false}}) {
     if (!handed && env->rank() == env->size() - 1) setenv("WEFT_HALO_HANDOVER", "0", 1);  // one rank says no
     const auto these = morphology::slab_read_turns(places, env->cluster());
     unsetenv("WEFT_HALO_HANDOVER");
@@ -364,12 +365,12 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       EXPECT_LE(slabs_read[k - 1][2], slabs_read[k][1]) << "own " << own << ", handed " << handed << ", turn " << slabs_read[k][0];
     }
     MPI_Allreduce(MPI_IN_PLACE, reads.data(), static_cast<int>(reads.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    if (own == 0) {
-      for (std::int64_t s = 0; s + 1 < plan.workers; ++s)  // the halos do not meet: each is shared
+    if (own != 4) {  // one round, or (own 9, halo 4) several whose halos do not meet either
+      for (std::int64_t s = 0; s + 1 < plan.slabs(); ++s)  // the halos do not meet: each is shared
         ASSERT_GT(morphology::shared_planes(plan, s).second, morphology::shared_planes(plan, s).first) << s;
       for (std::int64_t z = 0; z < kShape[0]; ++z) {
         bool shared = false;
-        for (std::int64_t s = 0; s + 1 < plan.workers; ++s) {
+        for (std::int64_t s = 0; s + 1 < plan.slabs(); ++s) {
           const auto seg = morphology::shared_planes(plan, s);
           shared = shared || (z >= seg.first && z < seg.second);
         }
@@ -383,6 +384,58 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
       EXPECT_EQ(std::memcmp(record->size_map.raw(), whole.size_map.raw(), whole.size_map.bytes()), 0) << "own " << own << ", handed " << handed;
     }
   }
+}
+
+TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
+  // One CPU place per rank, a plan of several rounds for a 200-plane volume (own 9, N = 1). Slab 1
+  // (rank 1) takes its first halo piece once slab 0's rank has put it, bit for bit. Slab 1 + 2W
+  // has the same slot: before slab 1 has taken its halo, a put for it waits and gives up when its
+  // stop says so, as does a take whose piece nobody puts; once taken, the put goes through.
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  const auto turns = morphology::slab_read_turns(places, env->cluster());
+  if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
+  const std::int64_t chunk_planes = 5;
+  const auto plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
+                                           static_cast<int>(places.size()), 9, 0, 0);
+  const std::int64_t w = plan.workers, later = 1 + 2 * w;
+  ASSERT_GT(plan.slabs(), later);
+  const morphology::HostHalos halos(plan, chunk_planes, *turns);  // collective
+  ASSERT_TRUE(halos.available());
+  EXPECT_TRUE(halos.linked(1));
+  EXPECT_TRUE(halos.linked(later));
+  EXPECT_FALSE(halos.linked(0));
+  auto first_taken = [&](std::int64_t n) {
+    const auto pieces = morphology::slab_pieces(plan, n, chunk_planes);
+    return *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
+  };
+  const auto piece = first_taken(1), piece_later = first_taken(later);
+  const std::int64_t plane_bytes = morphology::foreground_plane_bytes(kShape[1], kShape[2]);
+  Array bits = Array::host(DType::u8, Shape(piece.end - piece.first, plane_bytes));
+  for (std::int64_t i = 0; i < bits.size(); ++i) bits.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  const Array bits_later = read_bits(0, piece_later.end - piece_later.first);
+  auto polls = [](int n) { return [n, k = 0]() mutable { return ++k >= n; }; };
+  if (env->rank() == 0) {
+    ASSERT_TRUE(halos.put(1, 0, piece.first, bits, {}));
+    EXPECT_FALSE(halos.put(later, 0, piece_later.first, bits_later, polls(3)));  // slab 1 has not taken its halo
+  }
+  if (env->rank() == 1) {
+    const auto taken = halos.take(1, 0, piece.first, piece.end, polls(1000000));
+    ASSERT_TRUE(taken.has_value());
+    ASSERT_EQ(taken->bytes(), bits.bytes());
+    EXPECT_EQ(std::memcmp(taken->raw(), bits.raw(), bits.bytes()), 0);
+    EXPECT_FALSE(halos.take(later, 0, piece_later.first, piece_later.end, polls(3)).has_value());  // not put
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 0's refused put came before slab 1 took its halo
+  if (env->rank() == 1) halos.taken(1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (env->rank() == 0) EXPECT_TRUE(halos.put(later, 0, piece_later.first, bits_later, polls(1000000)));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (env->rank() == 1) {
+    const auto taken = halos.take(later, 0, piece_later.first, piece_later.end, polls(1000000));
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(std::memcmp(taken->raw(), bits_later.raw(), bits_later.bytes()), 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // no rank unmaps before the last take
 }
 
 TEST(SlabGraph, FirstPassFindsTheLargestDistance) {

@@ -212,6 +212,8 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
     return;
   }
   for (const std::size_t s : reads) segment_->map_pages(header_bytes_ + s * slot_bytes_, slot_bytes_);
+  logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here",
+                              writes.size(), slot_bytes_);
 }
 
 bool HostHalos::linked(std::int64_t n) const {
@@ -256,10 +258,12 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
     throw Error("halo piece of slab " + std::to_string(n) + ": " + data.shape().str() + " is not foreground bits");
   const std::size_t s = slot(n);
   const std::size_t at = piece_offset(plan_, n, j, flags_, first, planes, plane_bytes_, slot_bytes_);
-  // The slot's slab of two rounds before must have taken its halo.
+  // The slot's last slab before this one (every second round, linked) must have taken its halo.
+  std::int64_t before = n - 2 * std::int64_t{plan_.workers};
+  while (before >= 1 && !linked(before)) before -= 2 * std::int64_t{plan_.workers};
   const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
-  const std::int64_t before = n - 2 * std::int64_t{plan_.workers};
-  if (!wait_until([&] { return taken_by.load(std::memory_order_acquire) >= before + 1; }, stop)) return false;
+  if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= before + 1; }, stop))
+    return false;
   std::memcpy(bits(s) + at, data.raw(), data.bytes());
   std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(n + 1, std::memory_order_release);
   return true;

@@ -125,7 +125,7 @@ struct SlabReadTurns {
 /// source of the first slab to that of the second through a HostSegment: two slots per worker
 /// (slab n's halo in slot 2 (n mod W) + round parity), each with a flag per piece of the halo
 /// (slab_pieces) set once its bits are in, and one set once the slab has taken them all, which
-/// the slab two rounds later waits for before writing. The bits are copied in by the first
+/// the slot's next slab waits for before writing. The bits are copied in by the first
 /// slab's source on threads of its own, out by the second's while it reads its own planes.
 class HostHalos {
  public:
@@ -140,8 +140,9 @@ class HostHalos {
   /// Whether slab n takes the halo it shares with slab n − 1 from that slab's rank through here.
   [[nodiscard]] bool linked(std::int64_t n) const;
   /// Copies piece j of the halo of slab n (the bits of planes [first, first + bits' planes), the
-  /// j-th piece that slab n − 1 keeps) into its slot, once the slot's slab of two rounds before
-  /// has taken its own; then sets the piece's flag. False, nothing written, once `stop` says so.
+  /// j-th piece that slab n − 1 keeps) into its slot, once the slot's last slab before n (n − 2W,
+  /// or n − 4W, ... where that one is not linked) has taken its own; then sets the piece's flag.
+  /// False, nothing written, once `stop` says so.
   [[nodiscard]] bool put(std::int64_t n, std::size_t j, std::int64_t first, const Array& bits,
                          const std::function<bool()>& stop) const;
   /// The bits of piece j of slab n's halo, planes [first, end), once put (copied into a host

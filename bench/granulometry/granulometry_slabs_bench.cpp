@@ -88,6 +88,8 @@ struct Measure {
   int slabs = 0, rounds = 0;
   std::int64_t planes = 0;
   bool halo_handover = false;  // the halos between ranks of a host handed over (SlabReadTurns::handover)
+  double setup = 0;       // the slowest rank's host turns, halo slots and graph (before the run)
+  double start_skew = 0;  // how much later than the first the last rank began its run
 };
 
 /// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them
@@ -214,9 +216,12 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   };
   auto total = std::make_shared<std::vector<std::int64_t>>();
   Graph g;
-  // Fresh host turns for this run, as the program makes them (collective; none within one rank).
+  // Fresh host turns for this run, as the program makes them (collective; none within one rank),
+  // and the halo slots between ranks (HostHalos): timed, as the setup the run's wall leaves out.
+  const auto setup_start = Clock::now();
   const auto turns = host_turns ? morphology::slab_read_turns(places, env.cluster()) : nullptr;
   const auto slabs = morphology::add_slab_granulometry(g, plan, {e, last, false, {}}, reader, read_chunk, turns);
+  double setup = std::chrono::duration<double>(Clock::now() - setup_start).count();
   auto& sink = g.add<CurveSink>(plan.workers, total);
   g.connect(slabs.remaining, sink.remaining);
   g.connect(slabs.spectrum, sink.spectrum);
@@ -224,9 +229,16 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   morphology::SlabMapper mapper(places);
   AutoMapper automatic(DeviceChoice::gpu);
   Executor ex({.channel_capacity = 2, .trim_pools = trim});
-  RunHandle run = ex.run(g, map_graph(g, env.cluster(), {&mapper, &automatic}));
+  const Mapping mapping = map_graph(g, env.cluster(), {&mapper, &automatic});
+  // When this rank's run began on the host's steady clock, which the ranks of one host share: the
+  // workers' times below are put on the clock of the rank that began first.
+  const double begun = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  RunHandle run = ex.run(g, mapping);
   run.wait();
   Measure m;
+  double first = begun;
+  if (env.distributed()) MPI_Allreduce(&begun, &first, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  const double offset = begun - first;
   const RunStats stats = run.stats();
   m.wall = stats.seconds;
   const auto workers = static_cast<std::size_t>(plan.workers);
@@ -243,11 +255,11 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
       m.compute = std::max(m.compute, t.busy_seconds);
       if (const std::size_t i = worker_of(t.task, "openings."); i < workers) {
         m.compute_each[i] = std::max(m.compute_each[i], t.busy_seconds);
-        m.start_each[i] = std::max(m.start_each[i], t.first_start);
-        m.end_each[i] = std::max(m.end_each[i], t.last_end);
+        m.start_each[i] = std::max(m.start_each[i], t.first_start + offset);
+        m.end_each[i] = std::max(m.end_each[i], t.last_end + offset);
       }
     } else if (const std::size_t i = worker_of(t.task, "volume."); i < workers) {
-      m.read_end_each[i] = std::max(m.read_end_each[i], t.last_end);
+      m.read_end_each[i] = std::max(m.read_end_each[i], t.last_end + offset);
     }
   if (std::getenv("WEFT_SLABS_VERBOSE")) {  // every task's busy time on this rank, for the breakdown
     std::string line = "  rank " + std::to_string(env.rank()) + " (" + std::string(morphology::element_name(e)) + ", " +
@@ -262,7 +274,11 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
     MPI_Allreduce(MPI_IN_PLACE, &m.compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     for (auto* each : {&m.compute_each, &m.read_end_each, &m.start_each, &m.end_each})
       MPI_Allreduce(MPI_IN_PLACE, each->data(), static_cast<int>(each->size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double late = offset;
+    MPI_Allreduce(&late, &m.start_skew, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &setup, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   }
+  m.setup = setup;
   m.curve = *total;
   m.halo_handover = turns && turns->handover;
   m.slabs = plan.slabs();
@@ -483,7 +499,8 @@ int main(int argc, char** argv) {
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
                     {"host_turns", host_turns && morphology::ranks_read_in_turns(places, env.cluster())},
-                    {"halo_handover", best.halo_handover},
+                    {"halo_handover", best.halo_handover}, {"setup_seconds", best.setup},
+                    {"run_start_skew_seconds", best.start_skew},
                     {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
                     {"read_end_seconds_each", best.read_end_each}, {"openings_start_seconds_each", best.start_each},
                     {"openings_end_seconds_each", best.end_each},
@@ -529,8 +546,10 @@ int main(int argc, char** argv) {
                                    "the first slabs, which start their openings earlier, get more planes "
                                    "(own_planes_each), so that the slowest worker's compute is longer than in "
                                    "an even split by design; read_end / openings_start / openings_end_seconds_each: "
-                                   "from the run's start on the worker's rank (RunStats first_start, last_end), "
-                                   "host side"}};
+                                   "from the run's start on the rank that began first (RunStats first_start, last_end, "
+                                   "shifted by each rank's later start on the host's steady clock: one host), "
+                                   "host side; run_start_skew: the last rank's later start; setup: the slowest "
+                                   "rank's host turns, halo slots and graph before the run, outside the wall"}};
   // One rank with every GPU, or mpirun: separate keys, so that both runs can be kept.
   const std::string suffix = (env.size() > 1 ? "_ranks" + std::to_string(env.size()) : "") + (tag.empty() ? "" : "_" + tag);
   merge_results(result, slabs, "slabs_" + std::to_string(size) + suffix, targets);

@@ -28,9 +28,6 @@ class HostSegment {
   /// that no later write faults them in or finds /dev/shm full (a SIGBUS), and maps them into this
   /// process. False, with nothing else changed, where the host lacks the memory. Not collective.
   [[nodiscard]] bool reserve(std::size_t offset, std::size_t bytes) noexcept;
-  /// Maps the pages of [offset, offset + bytes) into this process (that another rank reserved),
-  /// so that the first reads of them do not fault. Best effort; not collective.
-  void map_pages(std::size_t offset, std::size_t bytes) const noexcept;
 
  private:
   void* data_ = nullptr;

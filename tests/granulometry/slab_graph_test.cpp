@@ -267,7 +267,7 @@ TEST(HostTurns, RanksAgreeOnWhetherToTakeTurns) {
 }
 
 TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
-  // Every rank reserves its own page of the segment and writes its host index there; after a
+  // Every rank reserves and maps its own page of the segment and writes its host index there; after a
   // barrier each sees every rank's value. A reservation past the end is refused.
   const std::size_t page = 4096;
   HostSegment segment(page * static_cast<std::size_t>(env->size()), "a test");
@@ -276,12 +276,14 @@ TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
   EXPECT_GE(segment.bytes(), page * static_cast<std::size_t>(env->size()));
   const auto mine = page * static_cast<std::size_t>(segment.host_index());
   ASSERT_TRUE(segment.reserve(mine, page));
+  segment.map(mine, page, true);
   auto* bytes = static_cast<std::byte*>(segment.data());
   std::int64_t value = 1000 + segment.host_index();
   std::memcpy(bytes + mine, &value, sizeof value);
   EXPECT_FALSE(segment.reserve(segment.bytes() - page, 2 * page));
   if (env->distributed()) MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < segment.host_ranks(); ++i) {
+    segment.map(page * static_cast<std::size_t>(i), page, false);
     std::memcpy(&value, bytes + page * static_cast<std::size_t>(i), sizeof value);
     EXPECT_EQ(value, 1000 + i) << i;
   }

@@ -27,18 +27,6 @@ std::size_t page_bytes() {
   return page;
 }
 
-/// Prefaults [offset, offset + bytes) of a mapping (whole pages) for writing; false where the
-/// kernel refused (or has no such advice: then nothing was done).
-bool populate(void* base, std::size_t offset, std::size_t bytes) {
-  if (!base || bytes == 0) return true;
-  const std::size_t page = page_bytes(), first = offset / page * page, end = (offset + bytes + page - 1) / page * page;
-#if defined(MADV_POPULATE_WRITE)
-  return madvise(static_cast<char*>(base) + first, end - first, MADV_POPULATE_WRITE) == 0;
-#else
-  (void)first, (void)end;
-  return false;
-#endif
-}
 
 }  // namespace
 
@@ -107,9 +95,17 @@ bool HostSegment::reserve(std::size_t offset, std::size_t bytes) noexcept {
   if (bytes == 0) return true;
   // posix_fallocate on /dev/shm gives the pages or fails (ENOSPC) here, where a write to a page
   // the full tmpfs cannot give would be a SIGBUS later.
-  if (fd_ >= 0 && posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes)) != 0) return false;
-  (void)populate(data_, offset, bytes);  // page tables; a refusal only costs faults later
-  return true;
+  return fd_ < 0 || posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0;
+}
+
+void HostSegment::map(std::size_t offset, std::size_t bytes, bool write) const noexcept {
+  if (!data_ || offset > bytes_ || bytes > bytes_ - offset || bytes == 0) return;
+  const std::size_t page = page_bytes(), first = offset / page * page, end = (offset + bytes + page - 1) / page * page;
+#if defined(MADV_POPULATE_WRITE)
+  (void)madvise(static_cast<char*>(data_) + first, end - first, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+  (void)first, (void)end, (void)write;  // the accesses fault the pages in
+#endif
 }
 
 }  // namespace weft

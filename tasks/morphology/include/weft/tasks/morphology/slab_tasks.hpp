@@ -23,11 +23,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
-#include "weft/exec/host_turns.hpp"
 #include "weft/exec/host_segment.hpp"
+#include "weft/exec/host_turns.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
@@ -133,6 +134,7 @@ class HostHalos {
   /// run). available() is false where no two slabs of different ranks of one host share planes,
   /// or where their host lacks the shared memory (a warning): each slab then reads its halos.
   HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const SlabReadTurns& turns);
+  ~HostHalos();
   HostHalos(const HostHalos&) = delete;
   HostHalos& operator=(const HostHalos&) = delete;
 
@@ -160,6 +162,7 @@ class HostHalos {
   std::vector<int> rank_, host_;  // per worker (SlabReadTurns)
   std::size_t plane_bytes_ = 0, slot_bytes_ = 0, flags_ = 0, header_bytes_ = 0;
   std::unique_ptr<HostSegment> segment_;
+  std::thread mapping_;  // maps this rank's slots into the process while the run starts
 };
 
 /// Whether the slab reads of `places` (one per worker) are taken in turns between ranks: some host

@@ -331,11 +331,13 @@ void SlabSource::put_piece(const Array& m, std::size_t k) {
   }));
 }
 
-void SlabSource::finish_puts(Context& ctx) {
+void SlabSource::collect_puts(Context& ctx, bool all) {
   while (!puts_.empty()) {
-    if (puts_.front().wait_for(std::chrono::microseconds(20)) == std::future_status::ready) {
+    if (puts_.front().wait_for(std::chrono::microseconds(all ? 20 : 0)) == std::future_status::ready) {
       (void)puts_.front().get();  // rethrows a failed copy's error
       puts_.pop_front();
+    } else if (!all) {
+      return;
     } else if (ctx.cancelled()) {
       abandon_ = true;
       throw Error(name() + ": the run was cancelled while halo planes were on their way");
@@ -369,13 +371,10 @@ Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t orde
 }
 
 void SlabSource::run(Context& ctx) {
-  while (!puts_.empty() && puts_.front().wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    (void)puts_.front().get();  // rethrows a failed copy's error
-    puts_.pop_front();
-  }
+  collect_puts(ctx, false);
   if (next_ >= pieces_.size()) {  // a new slab
     if (round_ == plan_.rounds()) {
-      finish_puts(ctx);  // the halos for the next slabs' ranks are in before the stream ends
+      collect_puts(ctx, true);  // the halos for the next slabs' ranks are in before the stream ends
       return ctx.end_stream();
     }
     number_ = std::int64_t{round_} * plan_.workers + worker_;

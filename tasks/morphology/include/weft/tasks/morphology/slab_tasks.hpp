@@ -220,8 +220,9 @@ class SlabSource final : public Task {
   [[nodiscard]] bool linked(std::int64_t n) const { return halos_ && halos_->linked(n); }
   [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
   void put_piece(const Array& m, std::size_t k);  // for the next slab's rank
-  /// Waits for the halo pieces on their way to the next slab's rank, rethrowing their errors.
-  void finish_puts(Context& ctx);
+  /// Drops the halo pieces copied for the next slab's rank, rethrowing their errors: those done,
+  /// or (`all`) every one, waiting for them until the run is cancelled.
+  void collect_puts(Context& ctx, bool all);
   SlabPlan plan_;
   int worker_;
   MaskReader reader_;

@@ -429,7 +429,9 @@ TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
   MPI_Barrier(MPI_COMM_WORLD);  // rank 0's refused put came before slab 1 took its halo
   if (env->rank() == 1) halos.taken(1);
   MPI_Barrier(MPI_COMM_WORLD);
-  if (env->rank() == 0) EXPECT_TRUE(halos.put(later, 0, piece_later.first, bits_later, polls(1000000)));
+  if (env->rank() == 0) {
+    EXPECT_TRUE(halos.put(later, 0, piece_later.first, bits_later, polls(1000000)));
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (env->rank() == 1) {
     const auto taken = halos.take(later, 0, piece_later.first, piece_later.end, polls(1000000));

@@ -27,7 +27,6 @@ std::size_t page_bytes() {
   return page;
 }
 
-
 }  // namespace
 
 HostSegment::HostSegment(std::size_t bytes, const char* what) {

@@ -179,7 +179,7 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   std::int64_t largest = 0;
   std::size_t pieces = 0;
   for (std::int64_t n = 1; n < total && chunk_planes > 0; ++n) {
-    if (!linked(n)) continue;
+    if (!shares(n)) continue;
     const auto seg = shared_planes(plan_, n - 1);
     largest = std::max(largest, seg.second - seg.first);
     const auto all = slab_pieces(plan_, n, chunk_planes);
@@ -194,13 +194,15 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   segment_ = std::make_unique<HostSegment>(header_bytes_ + slots * slot_bytes_, "the halos of its slabs");
   // Each rank gives memory to the slots it writes now, so that no copy finds /dev/shm full; once
   // the ranks agree, a thread maps the slots it writes and reads, while the run starts (about
-  // 1 µs a page in a VM: 37 ms for 107 MB here; done before the run, it held the readers' runs
-  // back behind the writers' on a 4xH200 at 58389e6, and made the setup 55-82 ms on a 2xH200).
+  // 1 µs a page in a VM: 24-25 ms for 107 MB fallocate had given, on the development machine).
+  // Mapped before the run, the setup was 55-82 ms on a 2xH200 (e93e3cd), and on a 4xH200
+  // (58389e6) the readers, which mapped theirs after the agreement, most likely began their runs
+  // later than the writers: the wall ended 19 ms after the last openings (docs/status.md).
   const Environment* env = Environment::current();
   const int me = env ? env->rank() : 0;
   std::set<std::size_t> writes, reads;
   for (std::int64_t n = 1; n < total; ++n)
-    if (linked(n)) {
+    if (shares(n)) {
       if (rank_[static_cast<std::size_t>((n - 1) % plan_.workers)] == me) writes.insert(slot(n));
       if (rank_[static_cast<std::size_t>(n % plan_.workers)] == me) reads.insert(slot(n));
     }
@@ -225,7 +227,9 @@ HostHalos::~HostHalos() {
   if (mapping_.joinable()) mapping_.join();
 }
 
-bool HostHalos::linked(std::int64_t n) const {
+bool HostHalos::linked(std::int64_t n) const { return segment_ && shares(n); }
+
+bool HostHalos::shares(std::int64_t n) const {
   const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
   if (n < 1 || n >= total) return false;
   const auto a = static_cast<std::size_t>((n - 1) % plan_.workers), b = static_cast<std::size_t>(n % plan_.workers);
@@ -269,7 +273,7 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
   const std::size_t at = piece_offset(plan_, n, j, flags_, first, planes, plane_bytes_, slot_bytes_);
   // The slot's last slab before this one (every second round, linked) must have taken its halo.
   std::int64_t before = n - 2 * std::int64_t{plan_.workers};
-  while (before >= 1 && !linked(before)) before -= 2 * std::int64_t{plan_.workers};
+  while (before >= 1 && !shares(before)) before -= 2 * std::int64_t{plan_.workers};
   const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
   if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= before + 1; }, stop))
     return false;
@@ -305,7 +309,6 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
                  turns_->host_position.size() != turns_->host_workers.size() || !turns_->turns))
     throw ConfigError(this->name() + ": host turns for " + std::to_string(turns_->host_position.size()) +
                       " workers, the plan has " + std::to_string(plan_.workers));
-  if (halos_ && !halos_->available()) halos_.reset();
 }
 
 SlabSource::~SlabSource() {

@@ -139,7 +139,8 @@ class HostHalos {
   HostHalos& operator=(const HostHalos&) = delete;
 
   [[nodiscard]] bool available() const noexcept { return segment_ != nullptr; }
-  /// Whether slab n takes the halo it shares with slab n − 1 from that slab's rank through here.
+  /// Whether slab n takes the halo it shares with slab n − 1 from that slab's rank through here
+  /// (never where nothing is available).
   [[nodiscard]] bool linked(std::int64_t n) const;
   /// Copies piece j of the halo of slab n (the bits of planes [first, first + bits' planes), the
   /// j-th piece that slab n − 1 keeps) into its slot, once the slot's last slab before n (n − 2W,
@@ -155,6 +156,8 @@ class HostHalos {
   void taken(std::int64_t n) const;
 
  private:
+  /// Whether slabs n − 1 and n, of two ranks of one host, share halo planes (by the plan alone).
+  [[nodiscard]] bool shares(std::int64_t n) const;
   [[nodiscard]] std::size_t slot(std::int64_t n) const;
   [[nodiscard]] std::int64_t* flag(std::size_t slot, std::size_t k) const;  // k = 0: taken, 1 + j: piece j
   [[nodiscard]] std::byte* bits(std::size_t slot) const;

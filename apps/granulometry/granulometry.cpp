@@ -230,10 +230,11 @@ int granulometry_main(int argc, char** argv) {
              "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
              "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
              "default three quarters of the rank's CPUs, or of the host's when its ranks take turns;\n"
-             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once), the halo two slabs share read\n"
-             "once (between the ranks of a host, handed over through /dev/shm; WEFT_HALO_HANDOVER=0:\n"
-             "read by both); the first slabs, whose openings start earlier, get more planes. The\n"
-             "curve is the same whatever the places.\n"
+             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once); the halo two slabs of one\n"
+             "rank share is read once, two slabs of different ranks both read theirs (handed over\n"
+             "through /dev/shm instead with WEFT_HALO_HANDOVER=1 on every rank). The first slabs,\n"
+             "whose openings start earlier, get more planes, the slabs after a halo read twice fewer.\n"
+             "The curve is the same whatever the places.\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))
     return 0;
@@ -274,6 +275,7 @@ int granulometry_main(int argc, char** argv) {
   // reading threads of the whole host (decided before the first read starts them). Not with
   // --median, whose reading filters on the host's cores.
   job.host_turns = job.gpu && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
+  const bool handover = job.host_turns && morphology::halo_handover_requested();  // collective
   morphology::read_in_host_turns(job.host_turns);
   if (job.host_turns && root)
     logger("app")->info("granulometry: the GPUs of several ranks of a host read their slabs in turns "
@@ -305,6 +307,7 @@ int granulometry_main(int argc, char** argv) {
                                  o.slab_planes > 0,
                                  morphology::places_read_in_turns(job.places, cluster, job.host_turns) &&
                                      o.median == 0);
+  if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(job.places, cluster, handover);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

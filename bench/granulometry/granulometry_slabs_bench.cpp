@@ -397,6 +397,7 @@ int main(int argc, char** argv) {
   // at once), each with the reading threads of a rank alone on the host.
   const bool host_turns = morphology::ranks_read_in_turns(all, env.cluster());
   morphology::read_in_host_turns(host_turns);
+  const bool handover = host_turns && morphology::halo_handover_requested();  // collective
   if (root) std::printf("  %.1f s; %zu GPU place(s) over %d rank(s)%s; %d reading threads per rank\n",
                         std::chrono::duration<double>(Clock::now() - t0).count(), all.size(), env.size(),
                         host_turns ? ", the ranks of a host reading in turns" : "", morphology::read_threads());
@@ -470,7 +471,8 @@ int main(int argc, char** argv) {
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
         const bool in_turns = morphology::places_read_in_turns(places, env.cluster(), host_turns);
-        const auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), in_turns, read_cost);
+        auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), in_turns, read_cost);
+        if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(places, env.cluster(), handover);
         std::vector<std::int64_t> own_each;
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
         // Warm: device pools (kept for the timed runs, given back after the last of them, so that
@@ -499,7 +501,9 @@ int main(int argc, char** argv) {
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
                     {"host_turns", host_turns && morphology::ranks_read_in_turns(places, env.cluster())},
-                    {"halo_handover", best.halo_handover}, {"setup_seconds", best.setup},
+                    {"halo_handover", best.halo_handover},
+                    {"halos_read_twice", std::count(plan.rereads.begin(), plan.rereads.end(), true)},
+                    {"setup_seconds", best.setup},
                     {"run_start_skew_seconds", best.start_skew},
                     {"own_planes_each", own_each}, {"compute_seconds_each", best.compute_each},
                     {"read_end_seconds_each", best.read_end_each}, {"openings_start_seconds_each", best.start_each},
@@ -542,7 +546,9 @@ int main(int argc, char** argv) {
                                    "reading overlaps no opening; read_cost > 0 (one host): the workers read their "
                                    "slabs in turns (host_turns: between ranks too), each slab's leading halo "
                                    "taken from the slab before when both are on one rank, or on two ranks of "
-                                   "one host through shared memory (halo_handover), and "
+                                   "one host through shared memory (halo_handover, WEFT_HALO_HANDOVER=1), else "
+                                   "read again by the second (halos_read_twice: the slabs after it get fewer "
+                                   "planes for it), and "
                                    "the first slabs, which start their openings earlier, get more planes "
                                    "(own_planes_each), so that the slowest worker's compute is longer than in "
                                    "an even split by design; read_end / openings_start / openings_end_seconds_each: "

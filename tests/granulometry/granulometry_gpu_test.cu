@@ -324,20 +324,24 @@ TEST(GranulometryGpu, ProgramOnTheGpusOfOneTwoFourRanksMatchesCpu) {
   const std::string sample = (dir / "sample.h5").string();
   ASSERT_EQ(std::system((weft + " granulometry --generate-sample " + sample + " --sample-size 96").c_str()), 0);
   // N = 12 in one round of slabs; N = 3 in slabs of 20 own planes, several rounds whose halos
-  // (8 planes) do not meet, so that the halo slots between ranks are written again.
+  // (8 planes) do not meet, read by both slabs or (WEFT_HALO_HANDOVER=1) handed over, so that
+  // the halo slots between ranks are written again.
   for (const char* element : {"octahedron", "ball"})
-    for (const std::string sizes : {" --max-size 12", " --max-size 3 --slab-planes 20"}) {
-      const std::string args = " granulometry --input " + sample + ":/exchange/data --element " + element + sizes +
-                               " --output ";
+    for (const std::string sizes : {" --max-size 12", " --max-size 3 --slab-planes 20",
+                                    " --max-size 3 --slab-planes 20 --handover"}) {
+      const bool handover = sizes.ends_with(" --handover");
+      const std::string args = " granulometry --input " + sample + ":/exchange/data --element " + element +
+                               sizes.substr(0, handover ? sizes.size() - 11 : sizes.size()) + " --output ";
       const std::string what = std::string(element) + sizes;
       const std::string cpu = (dir / (std::string(element) + "-cpu")).string();
       ASSERT_EQ(std::system((weft + args + cpu + " --devices cpu").c_str()), 0);
       for (int ranks : {1, 2, 4}) {
+        if (handover && ranks == 1) continue;  // nothing between ranks
         const std::string out = (dir / (std::string(element) + "-" + std::to_string(ranks))).string();
         const std::string log = out + ".log";
         const std::string command = std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " +
-                                    std::to_string(ranks) + " " + weft + args + out + " --devices gpu > " + log +
-                                    " 2>&1";
+                                    std::to_string(ranks) + (handover ? " -x WEFT_HALO_HANDOVER=1 " : " ") + weft +
+                                    args + out + " --devices gpu > " + log + " 2>&1";
         ASSERT_EQ(std::system(command.c_str()), 0) << read_text(log);
         EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(out + "/curve.csv")) << what << ", " << ranks << " ranks";
         const bool turns = read_text(log).find("read their slabs in turns") != std::string::npos;

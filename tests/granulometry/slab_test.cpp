@@ -81,8 +81,8 @@ TEST(SlabPlan, BudgetDecidesThePlanesAndRefusesTooSmall) {
 }
 
 /// Own planes of each slab of a plan's single round, checking that the slabs tile the volume,
-/// carry their clamped halos and read no more planes than a uniform middle slab would (the memory
-/// budget holds).
+/// carry their clamped halos and read no more planes than the plan's max_read (the memory budget
+/// holds; without one, a uniform middle slab).
 std::vector<std::int64_t> own_planes_of_one_round(const morphology::SlabPlan& plan) {
   std::vector<std::int64_t> own;
   std::int64_t next = 0;
@@ -92,7 +92,7 @@ std::vector<std::int64_t> own_planes_of_one_round(const morphology::SlabPlan& pl
     EXPECT_EQ(s.first, next);
     EXPECT_EQ(s.read_first, std::max<std::int64_t>(0, s.first - plan.halo));
     EXPECT_EQ(s.read_end, std::min<std::int64_t>(plan.depth, s.end + plan.halo));
-    EXPECT_LE(s.read_planes(), uniform + 2 * plan.halo);
+    EXPECT_LE(s.read_planes(), plan.max_read > 0 ? plan.max_read : uniform + 2 * plan.halo);
     own.push_back(s.end - s.first);
     next = s.end;
   }
@@ -170,13 +170,46 @@ TEST(SlabPlan, ReadsInTurnsGiveTheFirstSlabsMorePlanes) {
   ASSERT_TRUE(two.balanced());
   EXPECT_GT(two.slab(0, 0).end, 1024);
   // No balance where a slab would read more than the budget's slab, or over several rounds.
-  auto heavy = morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 0, 0);
+  auto heavy = morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 716.0 * 64, 1);  // 716 planes fit
   heavy.read_cost = 5;
   ASSERT_TRUE(heavy.balanced());  // by the halo sides alone: the read balance would overfill slab 0
   EXPECT_EQ(own_planes_of_one_round(heavy), (std::vector<std::int64_t>{525, 499, 500, 524}));
   auto rounds = morphology::plan_slabs(2048, 8, 8, 102, 4, 0, 64.0 * 400 * 10, 10);
   rounds.read_cost = 0.047;
   EXPECT_FALSE(rounds.balanced());
+}
+
+TEST(SlabPlan, HalosReadTwiceGiveTheLaterSlabsFewerPlanes) {
+  // Four ranks of one host, one GPU each, without the handover: slabs 1, 2 and 3 each read again
+  // the 2 · 102 planes they share with the slab before, so slab i starts once
+  // min(2048, end_i + 102) + 204 i planes are read, and the balance counts them.
+  auto plan = morphology::plan_slabs(2048, 8, 8, morphology::halo_for(50), 4, 0, 0, 0);
+  plan.edge_cost = 25;
+  plan.read_cost = 0.047;
+  const std::vector<std::int64_t> once = own_planes_of_one_round(plan);
+  plan.rereads = {false, true, true, true};
+  ASSERT_TRUE(plan.balanced());
+  const std::vector<std::int64_t> own = own_planes_of_one_round(plan);
+  std::vector<double> work;
+  for (int w = 0; w < 4; ++w)
+    work.push_back(static_cast<double>(own[static_cast<std::size_t>(w)]) + (w == 0 || w == 3 ? 25 : 50) +
+                   0.047 * static_cast<double>(std::min<std::int64_t>(2048, plan.slab(0, w).end + 102) + 204 * w));
+  for (double w : work) EXPECT_NEAR(w, work[0], 1.5);
+  EXPECT_EQ(own[0] + own[1] + own[2] + own[3], 2048);
+  // The last slab starts 3 · 0.047 · 204 ≈ 29 planes of openings later than slab 0, compared to
+  // reading every plane once: slab 0 gains about half of that, the last one loses the other half.
+  EXPECT_GT(own[0], once[0]);
+  EXPECT_LT(own[3], once[3]);
+  EXPECT_NEAR(static_cast<double>((own[0] - once[0]) - (own[3] - once[3])), 0.047 * 204 * 3, 2);
+  EXPECT_GT(plan.slab(0, 1).read_planes(), plan.planes + 2 * plan.halo);  // no budget: more than 716 may be read
+
+  // Which slabs read their shared halo again: those after a slab of another rank of the same
+  // host, unless it is handed over.
+  Cluster host;  // ranks 0 and 1 on host a (rank 0 with two GPUs), rank 2 on host b
+  for (int r = 0; r < 3; ++r) host.ranks.push_back({r, r < 2 ? "a" : "b", 8, 1, {}});
+  const std::vector<Place> places{Place::cuda(0, 0), Place::cuda(1, 0), Place::cuda(0, 1), Place::cuda(0, 2)};
+  EXPECT_EQ(morphology::halos_read_twice(places, host, false), (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(morphology::halos_read_twice(places, host, true), (std::vector<bool>(4, false)));
 }
 
 TEST(SlabPieces, SharedHalosAreCutAlikeOnBothSidesAndReadLast) {

@@ -133,16 +133,30 @@ bool places_read_in_turns(const std::vector<Place>& places, const Cluster& clust
   return one_rank || (one_host && host_turns);
 }
 
+bool halo_handover_requested() {
+  // WEFT_HALO_HANDOVER=1 on every rank (mpirun -x): the ranks agree, HostHalos is made collectively.
+  const char* on = std::getenv("WEFT_HALO_HANDOVER");
+  const bool mine = on && std::string(on) == "1";
+  const Environment* env = Environment::current();
+  return env ? env->every_rank(mine) : mine;
+}
+
+std::vector<bool> halos_read_twice(const std::vector<Place>& places, const Cluster& cluster, bool handover) {
+  std::vector<bool> out(places.size(), false);
+  if (handover) return out;
+  auto host_of = [&](const Place& p) -> const std::string& {
+    return cluster.ranks[static_cast<std::size_t>(p.rank)].host;
+  };
+  for (std::size_t i = 1; i < places.size(); ++i)
+    out[i] = places[i].rank != places[i - 1].rank && host_of(places[i]) == host_of(places[i - 1]);
+  return out;
+}
+
 std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster) {
   if (!ranks_read_in_turns(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();
   out->turns = std::make_shared<HostTurns>();
-  // The halo two slabs of different ranks of a host share is handed over unless
-  // WEFT_HALO_HANDOVER=0 on some rank (the ranks agree: HostHalos is made collectively).
-  const char* off = std::getenv("WEFT_HALO_HANDOVER");
-  const bool mine = !(off && std::string(off) == "0");
-  const Environment* env = Environment::current();
-  out->handover = env ? env->every_rank(mine) : mine;
+  out->handover = halo_handover_requested();
   std::map<std::string, int> count, number;  // per host: workers so far, its number
   auto host_of = [&](const Place& p) { return cluster.ranks[static_cast<std::size_t>(p.rank)].host; };
   for (const Place& p : places) {

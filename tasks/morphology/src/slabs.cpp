@@ -11,25 +11,31 @@ namespace weft::morphology {
 
 std::optional<std::vector<std::int64_t>> SlabPlan::read_boundaries() const {
   if (read_cost <= 0 || workers < 2 || rounds() != 1) return std::nullopt;
-  // Work of slab i: own_i + sides_i e + ρ min(D, end_i + h). For a common work T, each own_i
-  // follows from end_{i-1}; the last slab takes what remains, and its work falls as T grows.
+  // Work of slab i: own_i + sides_i e + ρ (min(D, end_i + h) + a_i), a_i the planes read twice
+  // up to slab i (2h for each slab j ≤ i that reads its shared halo again). For a common work T,
+  // each own_i follows from end_{i-1}; the last slab takes what remains, and its work falls as T grows.
   const double d = static_cast<double>(depth), h = static_cast<double>(halo), e = static_cast<double>(edge_cost);
   const double rho = read_cost;
+  auto again = [&](int i) {  // planes slab i reads again
+    return i > 0 && static_cast<std::size_t>(i) < rereads.size() && rereads[static_cast<std::size_t>(i)] ? 2 * h : 0.0;
+  };
   auto ends = [&](double t, std::vector<double>& end) {  // returns the last slab's work minus t
     end.assign(static_cast<std::size_t>(workers), 0);
-    double at = 0;
+    double at = 0, twice = 0;
     for (int i = 0; i + 1 < workers; ++i) {
       const double sides = i == 0 ? 1 : 2;
-      double own = (t - sides * e - rho * (at + h)) / (1 + rho);
-      if (at + own + h > d) own = t - sides * e - rho * d;
+      twice += again(i);
+      double own = (t - sides * e - rho * (at + h + twice)) / (1 + rho);
+      if (at + own + h > d) own = t - sides * e - rho * (d + twice);
       at += own;
       end[static_cast<std::size_t>(i)] = at;
     }
     end.back() = d;
-    return (d - at) + (workers > 1 ? e : 0) + rho * d - t;
+    twice += again(workers - 1);
+    return (d - at) + (workers > 1 ? e : 0) + rho * (d + twice) - t;
   };
   std::vector<double> end;
-  double lo = 0, hi = 2 * (d + 2 * e + rho * d) + 1;
+  double lo = 0, hi = 2 * (d + 2 * e + rho * (d + 2 * h * workers)) + 1;
   for (int k = 0; k < 100; ++k) {
     const double t = 0.5 * (lo + hi);
     (ends(t, end) > 0 ? lo : hi) = t;
@@ -41,8 +47,9 @@ std::optional<std::vector<std::int64_t>> SlabPlan::read_boundaries() const {
   for (int i = 0; i < workers; ++i) {
     const std::int64_t first = out[static_cast<std::size_t>(i)], last = out[static_cast<std::size_t>(i) + 1];
     if (last <= first) return std::nullopt;
-    // No more planes read than an unbalanced slab with both halos (the memory budget planned for).
-    if (std::min(depth, last + halo) - std::max<std::int64_t>(0, first - halo) > planes + 2 * halo) return std::nullopt;
+    // No more planes read than the memory budget holds (without one: an unbalanced slab with both halos).
+    const std::int64_t most = max_read > 0 ? max_read : planes + 2 * halo;
+    if (std::min(depth, last + halo) - std::max<std::int64_t>(0, first - halo) > most) return std::nullopt;
   }
   return out;
 }
@@ -124,6 +131,7 @@ SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width,
   } else if (budget_bytes > 0) {
     const double plane_bytes = static_cast<double>(height) * static_cast<double>(width) * bytes_per_voxel;
     const auto fit = static_cast<std::int64_t>(std::floor(budget_bytes / plane_bytes));
+    plan.max_read = std::max<std::int64_t>(0, fit);
     // A slab that is the whole volume needs no halo.
     if (workers == 1 && fit >= depth) planes = depth;
     else planes = std::min(planes, fit - 2 * halo);
@@ -134,6 +142,7 @@ SlabPlan plan_slabs(std::int64_t depth, std::int64_t height, std::int64_t width,
                         std::to_string(2 * halo) + " planes of halo");
   }
   plan.planes = std::max<std::int64_t>(1, planes);
+  if (forced_planes <= 0 && budget_bytes <= 0) plan.max_read = depth;
   if (forced_planes <= 0) plan.edge_cost = halo / 4;
   return plan;
 }

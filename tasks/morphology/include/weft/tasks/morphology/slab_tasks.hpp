@@ -100,15 +100,17 @@ class HaloShare {
 /// numbered in worker order. A source waits for its turn before its slab's first read and ends it
 /// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
-/// process do through ReadTurn. With `handover` (unless WEFT_HALO_HANDOVER=0 on some rank), the
-/// halo two slabs of different ranks of one host share is read once too, as HaloShare does within
-/// a process: the first slab's source copies its bits into memory the host's ranks share
-/// (HostHalos) and the second's copies them out while it reads its own planes. Without it, each
-/// of the two slabs reads those planes: on a 4xH200 host the later turns then re-read 2.6 GB and
-/// the slabs were ready at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank
-/// (granulometry.json, slabs_2048_ranks4_turns1 and slabs_2048_4xH200). The handover by MPI
-/// messages that came before (8d2321e) was slower than reading again: the 107 MB of a halo's
-/// bits came 30-50 ms after the turn.
+/// process do through ReadTurn. Without `handover` (the default), each of two slabs of different
+/// ranks of one host reads the halo they share, and the plan counts those reads
+/// (halos_read_twice): on a 4xH200 host the later turns re-read 2.6 GB and the slabs were ready
+/// at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank (granulometry.json,
+/// slabs_2048_ranks4_turns1 and slabs_2048_4xH200). With `handover` (WEFT_HALO_HANDOVER=1 on every
+/// rank) that halo is read once, as HaloShare does within a process: the first slab's source
+/// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
+/// out while it reads its own planes. Its pages cost about a microsecond each to give and map in
+/// these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
+/// 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the setup 88-102 ms against 1 ms.
+/// The handover by MPI messages before it (8d2321e) was slower than reading again too.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)
@@ -172,6 +174,18 @@ class HostHalos {
 /// has workers on two or more ranks, and WEFT_HOST_TURNS is 0 on no rank. Then collective under
 /// MPI (the ranks agree on that variable): call it at the same point on every rank.
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
+
+/// Whether the halo two slabs of different ranks of one host share is handed over through shared
+/// memory (SlabReadTurns::handover, HostHalos): WEFT_HALO_HANDOVER=1 on every rank. Off by default:
+/// on a 4xH200 host at c3cedcb it made the four-rank runs slower, not faster (docs/status.md).
+/// Collective under MPI: call it at the same point on every rank.
+[[nodiscard]] bool halo_handover_requested();
+
+/// SlabPlan::rereads of one round over `places` whose ranks read in turns: slab i reads again the
+/// halo it shares with slab i − 1 where that one is read by another rank of the same host and
+/// `handover` is off (within a rank HaloShare hands it over; across hosts nothing is in turns).
+[[nodiscard]] std::vector<bool> halos_read_twice(const std::vector<Place>& places, const Cluster& cluster,
+                                                 bool handover);
 
 /// Whether the slabs of `places` are read one after the other, as SlabPlan::read_cost assumes:
 /// all on one rank (ReadTurn), or all on one host whose ranks take turns (`host_turns`).

@@ -31,8 +31,11 @@ struct Slab {
 /// round of two or more slabs is also balanced for the reading: slab i starts its openings once
 /// slabs 0..i are read, the planes [0, end_i + halo) (a slab's leading halo comes from the slab
 /// before: add_slab_granulometry), so slab i gets the own planes that make
-/// own_i + sides_i · edge_cost + read_cost · min(depth, end_i + halo) equal for every i: the first
-/// slabs, which start early, get more planes than the last ones.
+/// own_i + sides_i · edge_cost + read_cost · (min(depth, end_i + halo) + again_i) equal for every
+/// i: the first slabs, which start early, get more planes than the last ones. again_i counts the
+/// planes read twice up to slab i: 2 · halo for every slab j ≤ i marked in `rereads` (one of
+/// another rank of the host than slab j − 1, whose shared halo it reads again: add_slab_granulometry
+/// without HostHalos), so that the slabs after such a turn, which start later, get fewer planes.
 struct SlabPlan {
   std::int64_t depth = 0;   ///< Z of the volume
   std::int64_t height = 0;  ///< Y
@@ -42,14 +45,17 @@ struct SlabPlan {
   int workers = 1;
   std::int64_t edge_cost = 0;  ///< planes of work one halo side adds (balances a single round)
   double read_cost = 0;        ///< planes of openings that reading one plane costs (0: reads not in turns)
+  std::int64_t max_read = 0;   ///< most planes a slab may read (what its place's budget holds); 0: planes + 2 halo
+  /// Per worker of a single round: whether its slab reads again the halo it shares with the slab
+  /// before (halos_read_twice); empty: none does. Only the read_cost balance looks at it.
+  std::vector<bool> rereads;
 
   [[nodiscard]] int slabs() const { return static_cast<int>((depth + planes - 1) / planes); }
   [[nodiscard]] int rounds() const { return (slabs() + workers - 1) / workers; }
   [[nodiscard]] Slab slab(int round, int worker) const;
   /// Whether slab() balances the slabs of the single round: by `read_cost` and `edge_cost` (2 or
-  /// more workers, when every slab keeps an own plane and reads no more planes than a slab of
-  /// `planes` with both halos), else by `edge_cost` alone (more than 2 workers, every middle slab
-  /// keeping an own plane).
+  /// more workers, when every slab keeps an own plane and reads no more than `max_read` planes),
+  /// else by `edge_cost` alone (more than 2 workers, every middle slab keeping an own plane).
   [[nodiscard]] bool balanced() const;
 
  private:
@@ -98,7 +104,8 @@ void balance_for_gpus(SlabPlan& plan, Element element, int max_size, std::int64_
 
 /// Chooses the slabs of a depth × height × width volume for `workers` places: `forced_planes` own
 /// planes per slab if > 0, else as many as fit `budget_bytes` per place at `bytes_per_voxel` (0:
-/// no limit) with their halo, at most ⌈depth / workers⌉. Throws ConfigError (naming
+/// no limit) with their halo, at most ⌈depth / workers⌉ (max_read: the planes the budget holds, or
+/// depth without one; 0 with forced planes). Throws ConfigError (naming
 /// `budget_option`) when not even one plane and its halo fits. A single round of more than two
 /// slabs (planes not forced) is balanced with edge_cost = halo / 4: for N = max size, (N + 1) / 2
 /// planes, between the openings' mean extent n ≈ N / 2 beyond a side and the distances' 2 (N + 1).

@@ -441,6 +441,64 @@ TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
   MPI_Barrier(MPI_COMM_WORLD);  // no rank unmaps before the last take
 }
 
+TEST(HostHalos, ALaterOneTakesTheSegmentOverWithFreshFlags) {
+  // Two HostHalos one after the other: the second holds the first's segment (its pages already
+  // given and mapped), and the flags the first set do not count for it: slab 1's halo, put and
+  // taken in the first, is neither put nor taken in the second until it is again.
+  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+  const auto turns = morphology::slab_read_turns(places, env->cluster());
+  if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
+  const std::int64_t chunk_planes = 5;
+  const auto plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
+                                           static_cast<int>(places.size()), 9, 0, 0);
+  const std::int64_t later = 1 + 2 * std::int64_t{plan.workers};
+  const auto pieces = morphology::slab_pieces(plan, 1, chunk_planes);
+  const auto piece = *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
+  const auto later_pieces = morphology::slab_pieces(plan, later, chunk_planes);
+  const auto piece_later = *std::find_if(later_pieces.begin(), later_pieces.end(), [](const auto& p) { return p.take; });
+  const Array bits = read_bits(piece.first, piece.end - piece.first);
+  const Array bits_later = read_bits(piece_later.first, piece_later.end - piece_later.first);
+  auto polls = [](int n) { return [n, k = 0]() mutable { return ++k >= n; }; };
+  std::int64_t use = 0;
+  {
+    const morphology::HostHalos first(plan, chunk_planes, *turns);  // collective
+    ASSERT_TRUE(first.available());
+    use = first.segment_use();
+    EXPECT_GE(use, 1);
+    if (env->rank() == 0) {
+      ASSERT_TRUE(first.put(1, 0, piece.first, bits, {}));
+    }
+    if (env->rank() == 1) {
+      ASSERT_TRUE(first.take(1, 0, piece.first, piece.end, polls(1000000)).has_value());
+      first.taken(1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  const morphology::HostHalos second(plan, chunk_planes, *turns);
+  ASSERT_TRUE(second.available());
+  EXPECT_EQ(second.segment_use(), use + 1);
+  if (env->rank() == 1) {
+    EXPECT_FALSE(second.take(1, 0, piece.first, piece.end, polls(3)).has_value());  // not put in this one
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (env->rank() == 0) {
+    ASSERT_TRUE(second.put(1, 0, piece.first, bits, {}));
+    EXPECT_FALSE(second.put(later, 0, piece_later.first, bits_later, polls(3)));  // slab 1 not taken in this one
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (env->rank() == 1) {
+    const auto taken = second.take(1, 0, piece.first, piece.end, polls(1000000));
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(std::memcmp(taken->raw(), bits.raw(), bits.bytes()), 0);
+    second.taken(1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (env->rank() == 0) {
+    EXPECT_TRUE(second.put(later, 0, piece_later.first, bits_later, polls(1000000)));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(SlabGraph, FirstPassFindsTheLargestDistance) {
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   for (Element e : {Element::octahedron, Element::ball}) {

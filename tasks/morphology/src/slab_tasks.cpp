@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #if defined(WEFT_HAVE_CUDA)
@@ -182,6 +183,26 @@ bool wait_until(const std::function<bool()>& ready, const std::function<bool()>&
 }
 }  // namespace
 
+struct HostHalos::Slots {
+  std::shared_ptr<HostSegment> segment;
+  std::set<std::pair<std::size_t, std::size_t>> reserved;         // offset, bytes given by fallocate here
+  std::set<std::tuple<std::size_t, std::size_t, bool>> mapped;    // offset, bytes, for writing: mapped here
+  std::int64_t uses = 0;                                          // HostHalos that held it so far
+};
+
+namespace {
+/// The slots' segment between two HostHalos of this process (none while one holds it).
+struct KeptSlots {
+  std::mutex mutex;
+  std::unique_ptr<HostHalos::Slots> slots;
+};
+KeptSlots& kept_slots() {
+  static KeptSlots kept;
+  return kept;
+}
+constexpr int kUseShift = 40;  // flag values: use << 40 | (slab + 1)
+}  // namespace
+
 HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const SlabReadTurns& turns)
     : plan_(plan), rank_(turns.rank), host_(turns.host),
       plane_bytes_(static_cast<std::size_t>(foreground_plane_bytes(plan.height, plan.width))) {
@@ -205,14 +226,29 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   flags_ = 1 + pieces;
   header_bytes_ = round_up(slots * flags_ * sizeof(std::int64_t), kPage);
   slot_bytes_ = round_up(static_cast<std::size_t>(largest) * plane_bytes_, kPage);
-  segment_ = std::make_unique<HostSegment>(header_bytes_ + slots * slot_bytes_, "the halos of its slabs");
+  const std::size_t bytes = header_bytes_ + slots * slot_bytes_;
+  const Environment* env = Environment::current();
+  // The segment of the last HostHalos, where every rank has one big enough (they do alike: the
+  // same plans in the same order), else a new one (collective).
+  {
+    const std::lock_guard lock(kept_slots().mutex);
+    auto& kept = kept_slots().slots;
+    if (kept && kept->segment->bytes() >= bytes) slots_ = std::move(kept);
+  }
+  const bool reuse = env ? env->every_rank(slots_ != nullptr) : slots_ != nullptr;
+  if (!reuse) {
+    slots_ = std::make_unique<Slots>();
+    slots_->segment = std::make_shared<HostSegment>(bytes, "the halos of its slabs");
+  }
+  segment_ = slots_->segment.get();
+  tag_ = ++slots_->uses << kUseShift;
   // Each rank gives memory to the slots it writes now, so that no copy finds /dev/shm full; once
   // the ranks agree, a thread maps the slots it writes and reads, while the run starts (about
   // 1 µs a page in a VM: 24-25 ms for 107 MB fallocate had given, on the development machine).
   // Mapped before the run, the setup was 55-82 ms on a 2xH200 (e93e3cd), and on a 4xH200
   // (58389e6) the readers, which mapped theirs after the agreement, most likely began their runs
-  // later than the writers: the wall ended 19 ms after the last openings (docs/status.md).
-  const Environment* env = Environment::current();
+  // later than the writers: the wall ended 19 ms after the last openings (docs/status.md). A
+  // segment taken over has these pages already.
   const int me = env ? env->rank() : 0;
   std::set<std::size_t> writes, reads;
   for (std::int64_t n = 1; n < total; ++n)
@@ -220,25 +256,41 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
       if (rank_[static_cast<std::size_t>((n - 1) % plan_.workers)] == me) writes.insert(slot(n));
       if (rank_[static_cast<std::size_t>(n % plan_.workers)] == me) reads.insert(slot(n));
     }
-  bool ok = segment_->data() && segment_->reserve(0, header_bytes_);
-  for (const std::size_t s : writes) ok = ok && segment_->reserve(header_bytes_ + s * slot_bytes_, slot_bytes_);
+  auto reserve = [&](std::size_t offset, std::size_t size) {
+    if (slots_->reserved.contains({offset, size})) return true;
+    if (!segment_->reserve(offset, size)) return false;
+    slots_->reserved.insert({offset, size});
+    return true;
+  };
+  bool ok = segment_->data() && reserve(0, header_bytes_);
+  for (const std::size_t s : writes) ok = ok && reserve(header_bytes_ + s * slot_bytes_, slot_bytes_);
   if (!ok && segment_->data())
     logger("morphology")->warn("no room in /dev/shm for the halos of the slabs ({} bytes): each slab reads its halos",
                                writes.size() * slot_bytes_);
   if (!(env ? env->every_rank(ok) : ok)) {
-    segment_.reset();
+    segment_ = nullptr;
+    slots_.reset();
     return;
   }
-  mapping_ = std::thread([this, writes, reads] {
-    for (const std::size_t s : writes) segment_->map(header_bytes_ + s * slot_bytes_, slot_bytes_, true);
-    for (const std::size_t s : reads) segment_->map(header_bytes_ + s * slot_bytes_, slot_bytes_, false);
-  });
-  logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here",
-                              writes.size(), slot_bytes_);
+  std::vector<std::tuple<std::size_t, std::size_t, bool>> to_map;
+  for (const std::size_t s : writes) to_map.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_, true);
+  for (const std::size_t s : reads) to_map.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_, false);
+  std::erase_if(to_map, [&](const auto& m) { return !slots_->mapped.insert(m).second; });
+  if (!to_map.empty())
+    mapping_ = std::thread([segment = segment_, to_map] {
+      for (const auto& [offset, size, write] : to_map) segment->map(offset, size, write);
+    });
+  logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here, "
+                              "{} range(s) to map, use {} of the segment",
+                              writes.size(), slot_bytes_, to_map.size(), tag_ >> kUseShift);
 }
 
 HostHalos::~HostHalos() {
   if (mapping_.joinable()) mapping_.join();
+  if (!slots_) return;
+  const std::lock_guard lock(kept_slots().mutex);
+  auto& kept = kept_slots().slots;
+  if (!kept || kept->segment->bytes() <= slots_->segment->bytes()) kept = std::move(slots_);
 }
 
 bool HostHalos::linked(std::int64_t n) const { return segment_ && shares(n); }
@@ -289,10 +341,10 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
   std::int64_t before = n - 2 * std::int64_t{plan_.workers};
   while (before >= 1 && !shares(before)) before -= 2 * std::int64_t{plan_.workers};
   const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
-  if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= before + 1; }, stop))
+  if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= tag_ + before + 1; }, stop))
     return false;
   std::memcpy(bits(s) + at, data.raw(), data.bytes());
-  std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(n + 1, std::memory_order_release);
+  std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(tag_ + n + 1, std::memory_order_release);
   return true;
 }
 
@@ -302,14 +354,14 @@ std::optional<Array> HostHalos::take(std::int64_t n, std::size_t j, std::int64_t
   const std::size_t s = slot(n);
   const std::size_t at = piece_offset(plan_, n, j, flags_, first, end - first, plane_bytes_, slot_bytes_);
   const std::atomic_ref<std::int64_t> put_for(*flag(s, 1 + j));
-  if (!wait_until([&] { return put_for.load(std::memory_order_acquire) >= n + 1; }, stop)) return std::nullopt;
+  if (!wait_until([&] { return put_for.load(std::memory_order_acquire) >= tag_ + n + 1; }, stop)) return std::nullopt;
   Array out = Array::host(DType::u8, Shape(end - first, static_cast<std::int64_t>(plane_bytes_)));
   std::memcpy(out.raw(), bits(s) + at, out.bytes());
   return out;
 }
 
 void HostHalos::taken(std::int64_t n) const {
-  if (segment_) std::atomic_ref<std::int64_t>(*flag(slot(n), 0)).store(n + 1, std::memory_order_release);
+  if (segment_) std::atomic_ref<std::int64_t>(*flag(slot(n), 0)).store(tag_ + n + 1, std::memory_order_release);
 }
 
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,

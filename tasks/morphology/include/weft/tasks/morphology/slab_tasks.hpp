@@ -130,6 +130,11 @@ struct SlabReadTurns {
 /// (slab_pieces) set once its bits are in, and one set once the slab has taken them all, which
 /// the slot's next slab waits for before writing. The bits are copied in by the first
 /// slab's source on threads of its own, out by the second's while it reads its own planes.
+/// The segment outlives its HostHalos, as the pinned host pool's buffers outlive their arrays:
+/// the next HostHalos of the process that needs no more bytes (and is not made while another
+/// holds it) takes it over on every rank, with the pages already given and mapped, and tells its
+/// flags from the earlier ones' by a use count in their high bits. Only the first graph pays for
+/// the pages (about a microsecond each in these VMs); it is unmapped when the process exits.
 class HostHalos {
  public:
   /// Under MPI, collective over every rank (call it at the same point on every rank, outside a
@@ -157,6 +162,11 @@ class HostHalos {
   /// Slab n has taken every piece of its halo: its slot may take the halo of slab n + 2W.
   void taken(std::int64_t n) const;
 
+  /// How many HostHalos of this process have held its segment, this one included (0: none held).
+  [[nodiscard]] std::int64_t segment_use() const noexcept { return tag_ >> 40; }
+
+  struct Slots;  ///< a segment and the pages given and mapped in it, kept for the next HostHalos
+
  private:
   /// Whether slabs n − 1 and n, of two ranks of one host, share halo planes (by the plan alone).
   [[nodiscard]] bool shares(std::int64_t n) const;
@@ -166,7 +176,9 @@ class HostHalos {
   SlabPlan plan_;
   std::vector<int> rank_, host_;  // per worker (SlabReadTurns)
   std::size_t plane_bytes_ = 0, slot_bytes_ = 0, flags_ = 0, header_bytes_ = 0;
-  std::unique_ptr<HostSegment> segment_;
+  std::unique_ptr<Slots> slots_;
+  HostSegment* segment_ = nullptr;  // slots_'s, null where nothing is handed over
+  std::int64_t tag_ = 0;            // added to every flag value: this use of the segment << 40
   std::thread mapping_;  // maps this rank's slots into the process while the run starts
 };
 

@@ -110,7 +110,10 @@ class HaloShare {
 /// out while it reads its own planes. Its pages cost about a microsecond each to give and map in
 /// these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
 /// 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the setup 88-102 ms against 1 ms.
-/// The handover by MPI messages before it (8d2321e) was slower than reading again too.
+/// With the segment kept between graphs (e7e48e7) the setup fell to 1 ms and the walls were
+/// those of reading twice, within the runs' spread (0.511 / 0.653 / 0.499 and 0.517 / 0.646 /
+/// 0.497 s against 0.508 / 0.648 / 0.502 on another 4xH200 host). The handover by MPI messages
+/// before it (8d2321e) was slower than reading again too.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)

@@ -280,7 +280,7 @@ Measure run_once(const Environment& env, const Array& volume, Element e, int las
   }
   m.setup = setup;
   m.curve = *total;
-  m.halo_handover = turns && turns->handover;
+  m.halo_handover = slabs.halos_handed_over;  // asked for, and slots to hand over, on every rank
   m.slabs = plan.slabs();
   m.rounds = plan.rounds();
   m.planes = plan.planes;

@@ -708,11 +708,12 @@ SlabGraph add_slab_granulometry(Graph& graph, const SlabPlan& plan, const Granul
   if (options.max_size < 0 && plan.slabs() > 1)
     throw ConfigError("granulometry over " + std::to_string(plan.slabs()) + " slabs: the largest size must be known");
   auto& sum = graph.add<CurveSum>("curve", plan.workers);
-  SlabGraph out{sum.remaining, sum.spectrum, {}};
+  SlabGraph out{sum.remaining, sum.spectrum, {}, false};
   const std::int64_t plane = plan.height * plan.width;
   const std::int64_t chunk = chunk_bytes > 0 ? std::max<std::int64_t>(1, chunk_bytes / plane) : 0;  // planes
   const auto share = std::make_shared<HaloShare>();
   const auto halos = turns && turns->handover ? std::make_shared<const HostHalos>(plan, chunk, *turns) : nullptr;
+  out.halos_handed_over = halos && halos->available();
   for (int i = 0; i < plan.workers; ++i) {
     const std::string id = std::to_string(i);
     auto& source = graph.add<SlabSource>("volume." + id, plan, i, reader, chunk, share, turns, halos);

@@ -378,6 +378,7 @@ struct SlabGraph {
   Out<std::vector<std::int64_t>> remaining;  ///< summed over the workers, one value per round
   Out<std::vector<std::int64_t>> spectrum;
   std::vector<Out<Array>> size_maps;         ///< per worker: its slab of the round (own planes)
+  bool halos_handed_over = false;  ///< some halo between ranks of a host goes through HostHalos
 };
 
 /// Adds volume.i → upload.i → openings.i for every worker and the fan-in "curve" (see the top of this file).

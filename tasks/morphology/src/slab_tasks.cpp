@@ -422,10 +422,7 @@ Array SlabSource::receive_piece(Context& ctx, std::size_t k) {
       abandon_ = true;  // the copy gives up; its future is left to the destructor
       throw Error(cancelled);
     }
-  std::optional<Array> bits = taking.get();
-  if (!bits) throw Error(cancelled);
-  if (k + 1 == pieces_.size()) halos_->taken(number_);
-  return std::move(*bits);
+  return took(k - turn_pieces_);
 }
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
@@ -455,12 +452,15 @@ void SlabSource::run(Context& ctx) {
     // copies start now, so that they run while this source waits for its turn and reads.
     turn_pieces_ = pieces_.size();
     takes_.clear();
+    sent_early_.clear();
+    takes_done_ = 0;
     if (linked(number_)) {
       while (turn_pieces_ > 0 && pieces_[turn_pieces_ - 1].take) --turn_pieces_;
       for (std::size_t k = turn_pieces_; k < pieces_.size(); ++k)
         takes_.push_back(std::async(std::launch::async, [this, n = number_, j = k - turn_pieces_, p = pieces_[k]] {
           return halos_->take(n, j, p.first, p.end, [this] { return abandon_.load(); });
         }));
+      sent_early_.assign(takes_.size(), false);
     }
     if (turns_) {
       turn_ = turns_->turn(round, worker_);
@@ -485,6 +485,9 @@ void SlabSource::run(Context& ctx) {
 }
 
 void SlabSource::read_next(Context& ctx) {
+  // A piece of the halo from the slab before's rank that has come goes on at once, so that its
+  // transfer overlaps this slab's reads instead of following them.
+  if (next_ < turn_pieces_ && send_early(ctx)) return;
   const std::size_t k = next_++;
   const SlabPiece piece = pieces_[k];
   std::future<Array> started;  // this piece's read, if a firing before started it
@@ -512,6 +515,26 @@ void SlabSource::read_next(Context& ctx) {
   // the pieces that come from the slab before's rank.
   if (k + 1 >= turn_pieces_) end_turn();
   send(ctx, std::move(*m), piece.first, piece.end);
+  while (next_ >= turn_pieces_ && next_ < pieces_.size() && sent_early_[next_ - turn_pieces_]) ++next_;
+}
+
+bool SlabSource::send_early(Context& ctx) {
+  for (std::size_t j = 0; j < takes_.size(); ++j) {
+    if (sent_early_[j] || takes_[j].wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    sent_early_[j] = true;
+    const SlabPiece piece = pieces_[turn_pieces_ + j];
+    send(ctx, took(j), piece.first, piece.end);
+    return true;
+  }
+  return false;
+}
+
+Array SlabSource::took(std::size_t j) {
+  std::optional<Array> bits = takes_[j].get();
+  if (!bits)
+    throw Error(name() + ": the run was cancelled while this source waited for the halo of the slab before");
+  if (++takes_done_ == takes_.size()) halos_->taken(number_);
+  return std::move(*bits);
 }
 
 void SlabSource::send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end) {

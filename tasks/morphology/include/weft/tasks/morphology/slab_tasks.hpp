@@ -251,6 +251,9 @@ class SlabSource final : public Task {
   /// Whether slab n's halo with slab n − 1 is handed over through halos_.
   [[nodiscard]] bool linked(std::int64_t n) const { return halos_ && halos_->linked(n); }
   [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
+  /// Sends one piece of takes_ that has come and was not sent yet; false where none has.
+  [[nodiscard]] bool send_early(Context& ctx);
+  [[nodiscard]] Array took(std::size_t j);  // takes_[j]'s bits (ready); the last one tells halos_
   void put_piece(const Array& m, std::size_t k);  // for the next slab's rank
   /// Drops the halo pieces copied for the next slab's rank, rethrowing their errors: those done,
   /// or (`all`) every one, waiting for them until the run is cancelled.
@@ -267,6 +270,8 @@ class SlabSource final : public Task {
   std::atomic<bool> abandon_{false};        // set when the source goes: the copies below stop waiting
   std::deque<std::future<bool>> puts_;      // halo pieces being copied for the next slab's rank
   std::vector<std::future<std::optional<Array>>> takes_;  // the current slab's halo pieces from the slab before's rank
+  std::vector<bool> sent_early_;  // per takes_: sent while the slab's own pieces were read
+  std::size_t takes_done_ = 0;    // takes_ collected
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks
   std::int64_t number_ = 0;    // its number (round · workers + worker)

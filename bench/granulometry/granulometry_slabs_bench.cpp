@@ -382,7 +382,21 @@ int main(int argc, char** argv) {
     else if (a == "--tag") tag = next();
     else if (a == "--read-cost") read_cost = std::stod(next());
     else if (a == "--read-chunk") read_chunk = std::stoll(next());
-    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+    else if (a == "--help" || a == "-h") {
+      if (root)
+        std::printf(
+            "usage: granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]\n"
+            "       [--elements octahedron,cube,ball] [--repeats 1] [--tag NAME] [--read-cost R]\n"
+            "       [--read-chunk VOXELS] [--emulate]\n"
+            "The slab granulometry of a SIZE^3 volume of overlapping balls over 1, 2, 4 ... GPU places\n"
+            "(every GPU of every rank; run alone or under mpirun), best of REPEATS runs after a warm one:\n"
+            "wall, the slowest worker's openings, each worker's planes and times, the wall efficiency\n"
+            "T1 / (g Tg), merged into granulometry.json (WEFT_RESULTS_DIR, else bench/results) under\n"
+            "slabs_SIZE[_ranksN][_TAG]. --emulate: the slabs of each plan one after the other on one GPU.\n"
+            "WEFT_HOST_TURNS=0: the ranks of a host read at once; WEFT_HALO_HANDOVER=1 on every rank:\n"
+            "their shared halos handed over through /dev/shm instead of read by both.\n");
+      return 0;
+    } else { std::fprintf(stderr, "unknown option %s (--help lists them)\n", a.c_str()); return 2; }
   }
   const auto all = morphology::slab_places(env.cluster(), DeviceChoice::automatic);
   if (all.empty() || !all.front().is_gpu()) {

@@ -537,7 +537,11 @@ int main(int argc, char** argv) {
           const std::string key = std::string("parallel_efficiency_2048_") + (env.size() > 1 ? "4ranks_" : "4gpu_") + name;
           targets[key] = {{"value", eff_wall}, {"goal", 0.85}, {"met", eff_wall >= 0.85},
                           {"basis", "wall (T1 / (4 T4), reading included)"}, {"efficiency_compute", eff_gpu},
-                          {"efficiency_wall_bound", eff_bound}, {"read_cost", plan.read_cost}};
+                          {"efficiency_wall_bound", eff_bound}, {"read_cost", plan.read_cost},
+                          {"halo_handover", best.halo_handover},
+                          {"halos_read_twice", std::count(plan.rereads.begin(), plan.rereads.end(), true)},
+                          {"commit", result.json().value("commit", "")},
+                          {"tag", tag}};
         }
       } catch (const std::exception& ex) {
         row["error"] = ex.what();

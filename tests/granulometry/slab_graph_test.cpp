@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -387,34 +388,50 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   }
 }
 
+/// What the HostHalos tests hand over: one CPU place per rank, a plan of several rounds for a
+/// 200-plane volume (own 9, N = 1) read in chunks of 5 planes; the first piece of its halo that
+/// slab 1 takes, and that of slab 1 + 2W, which has the same slot.
+struct HaloCase {
+  static constexpr std::int64_t chunk_planes = 5;
+  morphology::SlabPlan plan;
+  std::int64_t later = 0;
+  morphology::SlabPiece piece, piece_later;
+  explicit HaloCase(std::size_t workers)
+      : plan(morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1), static_cast<int>(workers),
+                                    9, 0, 0)),
+        later(1 + 2 * std::int64_t{plan.workers}), piece(first_taken(1)), piece_later(first_taken(later)) {}
+  [[nodiscard]] morphology::SlabPiece first_taken(std::int64_t n) const {
+    const auto pieces = morphology::slab_pieces(plan, n, chunk_planes);
+    return *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
+  }
+};
+
+/// A stop that says so on its n-th poll.
+std::function<bool()> polls(int n) {
+  return [n, k = 0]() mutable { return ++k >= n; };
+}
+
 TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
-  // One CPU place per rank, a plan of several rounds for a 200-plane volume (own 9, N = 1). Slab 1
-  // (rank 1) takes its first halo piece once slab 0's rank has put it, bit for bit. Slab 1 + 2W
-  // has the same slot: before slab 1 has taken its halo, a put for it waits and gives up when its
-  // stop says so, as does a take whose piece nobody puts; once taken, the put goes through.
+  // Slab 1 (rank 1) takes its first halo piece once slab 0's rank has put it, bit for bit. Slab
+  // 1 + 2W has the same slot: before slab 1 has taken its halo, a put for it waits and gives up
+  // when its stop says so, as does a take whose piece nobody puts; once taken, the put goes through.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
-  const std::int64_t chunk_planes = 5;
-  const auto plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
-                                           static_cast<int>(places.size()), 9, 0, 0);
-  const std::int64_t w = plan.workers, later = 1 + 2 * w;
+  const HaloCase c(places.size());
+  const morphology::SlabPlan& plan = c.plan;
+  const std::int64_t later = c.later, chunk_planes = HaloCase::chunk_planes;
+  const morphology::SlabPiece piece = c.piece, piece_later = c.piece_later;
   ASSERT_GT(plan.slabs(), later);
   const morphology::HostHalos halos(plan, chunk_planes, *turns);  // collective
   ASSERT_TRUE(halos.available());
   EXPECT_TRUE(halos.linked(1));
   EXPECT_TRUE(halos.linked(later));
   EXPECT_FALSE(halos.linked(0));
-  auto first_taken = [&](std::int64_t n) {
-    const auto pieces = morphology::slab_pieces(plan, n, chunk_planes);
-    return *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
-  };
-  const auto piece = first_taken(1), piece_later = first_taken(later);
   const std::int64_t plane_bytes = morphology::foreground_plane_bytes(kShape[1], kShape[2]);
   Array bits = Array::host(DType::u8, Shape(piece.end - piece.first, plane_bytes));
   for (std::int64_t i = 0; i < bits.size(); ++i) bits.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(i * 7 + 3);
   const Array bits_later = read_bits(0, piece_later.end - piece_later.first);
-  auto polls = [](int n) { return [n, k = 0]() mutable { return ++k >= n; }; };
   if (env->rank() == 0) {
     ASSERT_TRUE(halos.put(1, 0, piece.first, bits, {}));
     EXPECT_FALSE(halos.put(later, 0, piece_later.first, bits_later, polls(3)));  // slab 1 has not taken its halo
@@ -448,17 +465,12 @@ TEST(HostHalos, ALaterOneTakesTheSegmentOverWithFreshFlags) {
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster());
   if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
-  const std::int64_t chunk_planes = 5;
-  const auto plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
-                                           static_cast<int>(places.size()), 9, 0, 0);
-  const std::int64_t later = 1 + 2 * std::int64_t{plan.workers};
-  const auto pieces = morphology::slab_pieces(plan, 1, chunk_planes);
-  const auto piece = *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
-  const auto later_pieces = morphology::slab_pieces(plan, later, chunk_planes);
-  const auto piece_later = *std::find_if(later_pieces.begin(), later_pieces.end(), [](const auto& p) { return p.take; });
+  const HaloCase c(places.size());
+  const morphology::SlabPlan& plan = c.plan;
+  const std::int64_t later = c.later, chunk_planes = HaloCase::chunk_planes;
+  const morphology::SlabPiece piece = c.piece, piece_later = c.piece_later;
   const Array bits = read_bits(piece.first, piece.end - piece.first);
   const Array bits_later = read_bits(piece_later.first, piece_later.end - piece_later.first);
-  auto polls = [](int n) { return [n, k = 0]() mutable { return ++k >= n; }; };
   std::int64_t use = 0;
   {
     const morphology::HostHalos first(plan, chunk_planes, *turns);  // collective

@@ -388,22 +388,30 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   }
 }
 
-/// What the HostHalos tests hand over: one CPU place per rank, a plan of several rounds for a
-/// 200-plane volume (own 9, N = 1) read in chunks of 5 planes; the first piece of its halo that
-/// slab 1 takes, and that of slab 1 + 2W, which has the same slot.
-struct HaloCase {
-  static constexpr std::int64_t chunk_planes = 5;
-  morphology::SlabPlan plan;
-  std::int64_t later = 0;
-  morphology::SlabPiece piece, piece_later;
-  explicit HaloCase(std::size_t workers)
-      : plan(morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1), static_cast<int>(workers),
-                                    9, 0, 0)),
-        later(1 + 2 * std::int64_t{plan.workers}), piece(first_taken(1)), piece_later(first_taken(later)) {}
+/// What the HostHalos tests hand over: one CPU place per rank (two ranks or more), a plan of
+/// several rounds for a 200-plane volume (own 9, N = 1) read in chunks of 5 planes; the first
+/// piece of its halo that slab 1 takes, and that of slab `later` = 1 + 2W, which has the same slot.
+class HostHalos : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
+    turns = morphology::slab_read_turns(places, env->cluster());  // collective
+    if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
+    plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
+                                  static_cast<int>(places.size()), 9, 0, 0);
+    later = 1 + 2 * std::int64_t{plan.workers};
+    piece = first_taken(1);
+    piece_later = first_taken(later);
+  }
   [[nodiscard]] morphology::SlabPiece first_taken(std::int64_t n) const {
     const auto pieces = morphology::slab_pieces(plan, n, chunk_planes);
     return *std::find_if(pieces.begin(), pieces.end(), [](const auto& p) { return p.take; });
   }
+  static constexpr std::int64_t chunk_planes = 5;
+  std::shared_ptr<const morphology::SlabReadTurns> turns;
+  morphology::SlabPlan plan;
+  std::int64_t later = 0;
+  morphology::SlabPiece piece, piece_later;
 };
 
 /// A stop that says so on its n-th poll.
@@ -411,17 +419,10 @@ std::function<bool()> polls(int n) {
   return [n, k = 0]() mutable { return ++k >= n; };
 }
 
-TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
+TEST_F(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
   // Slab 1 (rank 1) takes its first halo piece once slab 0's rank has put it, bit for bit. Slab
   // 1 + 2W has the same slot: before slab 1 has taken its halo, a put for it waits and gives up
   // when its stop says so, as does a take whose piece nobody puts; once taken, the put goes through.
-  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
-  const auto turns = morphology::slab_read_turns(places, env->cluster());
-  if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
-  const HaloCase c(places.size());
-  const morphology::SlabPlan& plan = c.plan;
-  const std::int64_t later = c.later, chunk_planes = HaloCase::chunk_planes;
-  const morphology::SlabPiece piece = c.piece, piece_later = c.piece_later;
   ASSERT_GT(plan.slabs(), later);
   const morphology::HostHalos halos(plan, chunk_planes, *turns);  // collective
   ASSERT_TRUE(halos.available());
@@ -458,17 +459,10 @@ TEST(HostHalos, AHandOverOfTheHaloGoesThroughOrStopsWhenAsked) {
   MPI_Barrier(MPI_COMM_WORLD);  // no rank unmaps before the last take
 }
 
-TEST(HostHalos, ALaterOneTakesTheSegmentOverWithFreshFlags) {
+TEST_F(HostHalos, ALaterOneTakesTheSegmentOverWithFreshFlags) {
   // Two HostHalos one after the other: the second holds the first's segment (its pages already
   // given and mapped), and the flags the first set do not count for it: slab 1's halo, put and
   // taken in the first, is neither put nor taken in the second until it is again.
-  const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
-  const auto turns = morphology::slab_read_turns(places, env->cluster());
-  if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
-  const HaloCase c(places.size());
-  const morphology::SlabPlan& plan = c.plan;
-  const std::int64_t later = c.later, chunk_planes = HaloCase::chunk_planes;
-  const morphology::SlabPiece piece = c.piece, piece_later = c.piece_later;
   const Array bits = read_bits(piece.first, piece.end - piece.first);
   const Array bits_later = read_bits(piece_later.first, piece_later.end - piece_later.first);
   std::int64_t use = 0;

@@ -132,9 +132,10 @@ struct Job {
   double budget = 0;
   bool gpu = false;
   bool host_turns = false;  ///< the ranks of a host read their slabs in turns (SlabReadTurns)
+  bool handover = false;    ///< and hand their shared halos over (halo_handover_requested)
   /// Fresh turns for one run of a slab graph (collective under MPI; none without host_turns).
   [[nodiscard]] std::shared_ptr<const morphology::SlabReadTurns> read_turns() const {
-    return host_turns ? morphology::slab_read_turns(places, *cluster) : nullptr;
+    return host_turns ? morphology::slab_read_turns(places, *cluster, handover) : nullptr;
   }
   [[nodiscard]] Element element() const { return morphology::parse_element(o.element); }
 };
@@ -275,7 +276,7 @@ int granulometry_main(int argc, char** argv) {
   // reading threads of the whole host (decided before the first read starts them). Not with
   // --median, whose reading filters on the host's cores.
   job.host_turns = job.gpu && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
-  const bool handover = job.host_turns && morphology::halo_handover_requested();  // collective
+  job.handover = job.host_turns && morphology::halo_handover_requested();  // collective
   morphology::read_in_host_turns(job.host_turns);
   if (job.host_turns && root)
     logger("app")->info("granulometry: the GPUs of several ranks of a host read their slabs in turns "
@@ -307,7 +308,7 @@ int granulometry_main(int argc, char** argv) {
                                  o.slab_planes > 0,
                                  morphology::places_read_in_turns(job.places, cluster, job.host_turns) &&
                                      o.median == 0);
-  if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(job.places, cluster, handover);
+  if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(job.places, cluster, job.handover);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

@@ -308,7 +308,7 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   // the halo two slabs share to the second through HostHalos, WEFT_HALO_HANDOVER=1 on every
   // rank), or, by default, the planes of those halos twice. The curve is the whole volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
-  const auto turns = morphology::slab_read_turns(places, env->cluster());
+  const auto turns = morphology::slab_read_turns(places, env->cluster(), morphology::halo_handover_requested());
   if (env->size() == 1) {
     EXPECT_EQ(turns, nullptr);  // one rank's sources take turns through ReadTurn
     GTEST_SKIP() << "the turns of several ranks";
@@ -319,7 +319,7 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   for (const auto& [own, last, handed] :
        {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {9, 1, true}, {4, 3, true}, {4, 3, false}}) {
     if (handed || env->rank() + 1 < env->size()) setenv("WEFT_HALO_HANDOVER", "1", 1);  // not: one rank says no
-    const auto these = morphology::slab_read_turns(places, env->cluster());
+    const auto these = morphology::slab_read_turns(places, env->cluster(), morphology::halo_handover_requested());
     unsetenv("WEFT_HALO_HANDOVER");
     EXPECT_EQ(these->handover, handed);
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
@@ -395,7 +395,7 @@ class HostHalos : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
-    turns = morphology::slab_read_turns(places, env->cluster());  // collective
+    turns = morphology::slab_read_turns(places, env->cluster(), true);  // collective
     if (env->size() == 1) GTEST_SKIP() << "halos between ranks";
     plan = morphology::plan_slabs(200, kShape[1], kShape[2], morphology::halo_for(1),
                                   static_cast<int>(places.size()), 9, 0, 0);

@@ -103,13 +103,19 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
   return out;
 }
 
+namespace {
+/// The host of a place's rank.
+const std::string& host_of(const Cluster& cluster, const Place& p) {
+  return cluster.ranks[static_cast<std::size_t>(p.rank)].host;
+}
+}  // namespace
+
 bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster) {
   bool shared = false;  // some host has workers on two ranks (the same answer on every rank)
   std::map<std::string, int> first_rank;  // per host: the rank of its first worker
   for (const Place& p : places) {
     if (p.rank < 0 || p.rank >= cluster.size()) continue;
-    const std::string& host = cluster.ranks[static_cast<std::size_t>(p.rank)].host;
-    const auto [at, added] = first_rank.emplace(host, p.rank);
+    const auto [at, added] = first_rank.emplace(host_of(cluster, p), p.rank);
     shared = shared || (!added && at->second != p.rank);
   }
   if (!shared) return false;
@@ -124,13 +130,11 @@ bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluste
 bool places_read_in_turns(const std::vector<Place>& places, const Cluster& cluster, bool host_turns) {
   if (places.empty()) return false;
   const Place& first = places.front();
-  auto host_of = [&](const Place& p) -> const std::string& {
-    return cluster.ranks[static_cast<std::size_t>(p.rank)].host;
-  };
   const bool one_rank =
       std::all_of(places.begin(), places.end(), [&](const Place& p) { return p.rank == first.rank; });
-  const bool one_host =
-      std::all_of(places.begin(), places.end(), [&](const Place& p) { return host_of(p) == host_of(first); });
+  const bool one_host = std::all_of(places.begin(), places.end(), [&](const Place& p) {
+    return host_of(cluster, p) == host_of(cluster, first);
+  });
   return one_rank || (one_host && host_turns);
 }
 
@@ -145,27 +149,25 @@ bool halo_handover_requested() {
 std::vector<bool> halos_read_twice(const std::vector<Place>& places, const Cluster& cluster, bool handover) {
   std::vector<bool> out(places.size(), false);
   if (handover) return out;
-  auto host_of = [&](const Place& p) -> const std::string& {
-    return cluster.ranks[static_cast<std::size_t>(p.rank)].host;
-  };
   for (std::size_t i = 1; i < places.size(); ++i)
-    out[i] = places[i].rank != places[i - 1].rank && host_of(places[i]) == host_of(places[i - 1]);
+    out[i] = places[i].rank != places[i - 1].rank && host_of(cluster, places[i]) == host_of(cluster, places[i - 1]);
   return out;
 }
 
-std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster) {
+std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster,
+                                                     bool handover) {
   if (!ranks_read_in_turns(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();
   out->turns = std::make_shared<HostTurns>();
-  out->handover = halo_handover_requested();
+  out->handover = handover;
   std::map<std::string, int> count, number;  // per host: workers so far, its number
-  auto host_of = [&](const Place& p) { return cluster.ranks[static_cast<std::size_t>(p.rank)].host; };
   for (const Place& p : places) {
+    const std::string& host = host_of(cluster, p);
     out->rank.push_back(p.rank);
-    out->host.push_back(number.emplace(host_of(p), static_cast<int>(number.size())).first->second);
-    out->host_position.push_back(count[host_of(p)]++);
+    out->host.push_back(number.emplace(host, static_cast<int>(number.size())).first->second);
+    out->host_position.push_back(count[host]++);
   }
-  for (const Place& p : places) out->host_workers.push_back(count[host_of(p)]);
+  for (const Place& p : places) out->host_workers.push_back(count[host_of(cluster, p)]);
   return out;
 }
 
@@ -184,7 +186,7 @@ bool wait_until(const std::function<bool()>& ready, const std::function<bool()>&
 }  // namespace
 
 struct HostHalos::Slots {
-  std::shared_ptr<HostSegment> segment;
+  std::unique_ptr<HostSegment> segment;
   std::set<std::pair<std::size_t, std::size_t>> reserved;         // offset, bytes given by fallocate here
   std::set<std::tuple<std::size_t, std::size_t, bool>> mapped;    // offset, bytes, for writing: mapped here
   std::int64_t uses = 0;                                          // HostHalos that held it so far
@@ -238,14 +240,13 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   const bool reuse = env ? env->every_rank(slots_ != nullptr) : slots_ != nullptr;
   if (!reuse) {
     slots_ = std::make_unique<Slots>();
-    slots_->segment = std::make_shared<HostSegment>(bytes, "the halos of its slabs");
+    slots_->segment = std::make_unique<HostSegment>(bytes, "the halos of its slabs");
   }
-  segment_ = slots_->segment.get();
+  HostSegment* const segment = slots_->segment.get();
   tag_ = ++slots_->uses << kUseShift;
   // Each rank gives memory to the slots it writes now, so that no copy finds /dev/shm full; once
-  // the ranks agree, a thread maps the slots it writes and reads, while the run starts (about
-  // 1 µs a page in a VM: 24-25 ms for 107 MB fallocate had given, on the development machine).
-  // Mapped before the run, the setup was 55-82 ms on a 2xH200 (e93e3cd), and on a 4xH200
+  // the ranks agree, a thread maps the slots it writes and reads, while the run starts. Mapped
+  // before the run, the setup was 55-82 ms on a 2xH200 (e93e3cd), and on a 4xH200
   // (58389e6) the readers, which mapped theirs after the agreement, most likely began their runs
   // later than the writers: the wall ended 19 ms after the last openings (docs/status.md). A
   // segment taken over has these pages already.
@@ -258,17 +259,16 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
     }
   auto reserve = [&](std::size_t offset, std::size_t size) {
     if (slots_->reserved.contains({offset, size})) return true;
-    if (!segment_->reserve(offset, size)) return false;
+    if (!segment->reserve(offset, size)) return false;
     slots_->reserved.insert({offset, size});
     return true;
   };
-  bool ok = segment_->data() && reserve(0, header_bytes_);
+  bool ok = segment->data() && reserve(0, header_bytes_);
   for (const std::size_t s : writes) ok = ok && reserve(header_bytes_ + s * slot_bytes_, slot_bytes_);
-  if (!ok && segment_->data())
+  if (!ok && segment->data())
     logger("morphology")->warn("no room in /dev/shm for the halos of the slabs ({} bytes): each slab reads its halos",
                                writes.size() * slot_bytes_);
   if (!(env ? env->every_rank(ok) : ok)) {
-    segment_ = nullptr;
     slots_.reset();
     return;
   }
@@ -277,7 +277,7 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   for (const std::size_t s : reads) to_map.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_, false);
   std::erase_if(to_map, [&](const auto& m) { return !slots_->mapped.insert(m).second; });
   if (!to_map.empty())
-    mapping_ = std::thread([segment = segment_, to_map] {
+    mapping_ = std::thread([segment, to_map] {
       for (const auto& [offset, size, write] : to_map) segment->map(offset, size, write);
     });
   logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here, "
@@ -293,7 +293,9 @@ HostHalos::~HostHalos() {
   if (!kept || kept->segment->bytes() <= slots_->segment->bytes()) kept = std::move(slots_);
 }
 
-bool HostHalos::linked(std::int64_t n) const { return segment_ && shares(n); }
+HostSegment* HostHalos::segment() const noexcept { return slots_ ? slots_->segment.get() : nullptr; }
+
+bool HostHalos::linked(std::int64_t n) const { return slots_ && shares(n); }
 
 bool HostHalos::shares(std::int64_t n) const {
   const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
@@ -309,11 +311,11 @@ std::size_t HostHalos::slot(std::int64_t n) const {
 }
 
 std::int64_t* HostHalos::flag(std::size_t slot, std::size_t k) const {
-  return static_cast<std::int64_t*>(segment_->data()) + slot * flags_ + k;
+  return static_cast<std::int64_t*>(segment()->data()) + slot * flags_ + k;
 }
 
 std::byte* HostHalos::bits(std::size_t slot) const {
-  return static_cast<std::byte*>(segment_->data()) + header_bytes_ + slot * slot_bytes_;
+  return static_cast<std::byte*>(segment()->data()) + header_bytes_ + slot * slot_bytes_;
 }
 
 namespace {
@@ -333,7 +335,7 @@ std::size_t piece_offset(const SlabPlan& plan, std::int64_t n, std::size_t j, st
 bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Array& data,
                     const std::function<bool()>& stop) const {
   const std::int64_t planes = data.shape().ndim() == 2 ? data.shape()[0] : -1;
-  if (!segment_ || data.bytes() != static_cast<std::size_t>(std::max<std::int64_t>(planes, 0)) * plane_bytes_)
+  if (!slots_ || data.bytes() != static_cast<std::size_t>(std::max<std::int64_t>(planes, 0)) * plane_bytes_)
     throw Error("halo piece of slab " + std::to_string(n) + ": " + data.shape().str() + " is not foreground bits");
   const std::size_t s = slot(n);
   const std::size_t at = piece_offset(plan_, n, j, flags_, first, planes, plane_bytes_, slot_bytes_);
@@ -350,7 +352,7 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
 
 std::optional<Array> HostHalos::take(std::int64_t n, std::size_t j, std::int64_t first, std::int64_t end,
                                      const std::function<bool()>& stop) const {
-  if (!segment_) throw Error("halo of slab " + std::to_string(n) + " taken where none is handed over");
+  if (!slots_) throw Error("halo of slab " + std::to_string(n) + " taken where none is handed over");
   const std::size_t s = slot(n);
   const std::size_t at = piece_offset(plan_, n, j, flags_, first, end - first, plane_bytes_, slot_bytes_);
   const std::atomic_ref<std::int64_t> put_for(*flag(s, 1 + j));
@@ -361,7 +363,7 @@ std::optional<Array> HostHalos::take(std::int64_t n, std::size_t j, std::int64_t
 }
 
 void HostHalos::taken(std::int64_t n) const {
-  if (segment_) std::atomic_ref<std::int64_t>(*flag(slot(n), 0)).store(tag_ + n + 1, std::memory_order_release);
+  if (slots_) std::atomic_ref<std::int64_t>(*flag(slot(n), 0)).store(tag_ + n + 1, std::memory_order_release);
 }
 
 SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader reader, std::int64_t chunk_planes,
@@ -415,14 +417,17 @@ void SlabSource::collect_puts(Context& ctx, bool all) {
 }
 
 Array SlabSource::receive_piece(Context& ctx, std::size_t k) {
-  auto& taking = takes_[k - turn_pieces_];
-  const std::string cancelled = name() + ": the run was cancelled while this source waited for the halo of the slab before";
-  while (taking.wait_for(std::chrono::microseconds(20)) != std::future_status::ready)
-    if (ctx.cancelled()) {
-      abandon_ = true;  // the copy gives up; its future is left to the destructor
-      throw Error(cancelled);
-    }
-  return took(k - turn_pieces_);
+  const std::size_t j = k - turn_pieces_;
+  if (!wait_until([&] { return takes_[j].wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+                  [&ctx] { return ctx.cancelled(); })) {
+    abandon_ = true;  // the copy gives up; its future is left to the destructor
+    throw Error(halo_cancelled());
+  }
+  return took(j);
+}
+
+std::string SlabSource::halo_cancelled() const {
+  return name() + ": the run was cancelled while this source waited for the halo of the slab before";
 }
 
 Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t order, bool ahead) const {
@@ -531,8 +536,7 @@ bool SlabSource::send_early(Context& ctx) {
 
 Array SlabSource::took(std::size_t j) {
   std::optional<Array> bits = takes_[j].get();
-  if (!bits)
-    throw Error(name() + ": the run was cancelled while this source waited for the halo of the slab before");
+  if (!bits) throw Error(halo_cancelled());
   if (++takes_done_ == takes_.size()) halos_->taken(number_);
   return std::move(*bits);
 }

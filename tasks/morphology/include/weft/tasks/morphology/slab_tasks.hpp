@@ -107,10 +107,10 @@ class HaloShare {
 /// slabs_2048_ranks4_turns1 and slabs_2048_4xH200). With `handover` (WEFT_HALO_HANDOVER=1 on every
 /// rank) that halo is read once, as HaloShare does within a process: the first slab's source
 /// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
-/// out while it reads its own planes. Its pages cost about a microsecond each to give and map in
-/// these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
+/// out while it reads its own planes. Its pages are slow to give and map in these VMs: at c3cedcb
+/// on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
 /// 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the setup 88-102 ms against 1 ms.
-/// With the segment kept between graphs (e7e48e7) the setup fell to 1 ms and the walls were
+/// With the segment kept between graphs (e7e48e7) the setup fell to 1-17 ms and the walls were
 /// those of reading twice, within the runs' spread (0.511 / 0.653 / 0.499 and 0.517 / 0.646 /
 /// 0.497 s against 0.508 / 0.648 / 0.502 on another 4xH200 host). The handover by MPI messages
 /// before it (8d2321e) was slower than reading again too.
@@ -137,7 +137,7 @@ struct SlabReadTurns {
 /// the next HostHalos of the process that needs no more bytes (and is not made while another
 /// holds it) takes it over on every rank, with the pages already given and mapped, and tells its
 /// flags from the earlier ones' by a use count in their high bits. Only the first graph pays for
-/// the pages (about a microsecond each in these VMs); it is unmapped when the process exits.
+/// the pages; it is unmapped when the process exits.
 class HostHalos {
  public:
   /// Under MPI, collective over every rank (call it at the same point on every rank, outside a
@@ -148,7 +148,7 @@ class HostHalos {
   HostHalos(const HostHalos&) = delete;
   HostHalos& operator=(const HostHalos&) = delete;
 
-  [[nodiscard]] bool available() const noexcept { return segment_ != nullptr; }
+  [[nodiscard]] bool available() const noexcept { return slots_ != nullptr; }
   /// Whether slab n takes the halo it shares with slab n − 1 from that slab's rank through here
   /// (never where nothing is available).
   [[nodiscard]] bool linked(std::int64_t n) const;
@@ -179,8 +179,8 @@ class HostHalos {
   SlabPlan plan_;
   std::vector<int> rank_, host_;  // per worker (SlabReadTurns)
   std::size_t plane_bytes_ = 0, slot_bytes_ = 0, flags_ = 0, header_bytes_ = 0;
-  std::unique_ptr<Slots> slots_;
-  HostSegment* segment_ = nullptr;  // slots_'s, null where nothing is handed over
+  std::unique_ptr<Slots> slots_;  // null where nothing is handed over
+  [[nodiscard]] HostSegment* segment() const noexcept;  // slots_'s
   std::int64_t tag_ = 0;            // added to every flag value: this use of the segment << 40
   std::thread mapping_;  // maps this rank's slots into the process while the run starts
 };
@@ -207,10 +207,12 @@ class HostHalos {
 [[nodiscard]] bool places_read_in_turns(const std::vector<Place>& places, const Cluster& cluster, bool host_turns);
 
 /// The turns of the slab sources of `places` when ranks_read_in_turns, else none (the sources of
-/// one process take turns through ReadTurn alone). Under MPI, collective over every rank
-/// (HostTurns): call it at the same point on every rank, outside a run.
+/// one process take turns through ReadTurn alone), handing the halos between ranks over where
+/// `handover` (halo_handover_requested, asked once by the caller so that its plan's rereads and
+/// these turns agree). Under MPI, collective over every rank (HostTurns): call it at the same
+/// point on every rank, outside a run.
 [[nodiscard]] std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places,
-                                                                   const Cluster& cluster);
+                                                                   const Cluster& cluster, bool handover);
 
 /// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the
 /// volume), whole or (chunk_planes > 0) in chunks of at most that many planes, each with its 6
@@ -254,6 +256,7 @@ class SlabSource final : public Task {
   /// Sends one piece of takes_ that has come and was not sent yet; false where none has.
   [[nodiscard]] bool send_early(Context& ctx);
   [[nodiscard]] Array took(std::size_t j);  // takes_[j]'s bits (ready); the last one tells halos_
+  [[nodiscard]] std::string halo_cancelled() const;  // why: the run stopped while the slab before's halo was awaited
   void put_piece(const Array& m, std::size_t k);  // for the next slab's rank
   /// Drops the halo pieces copied for the next slab's rank, rethrowing their errors: those done,
   /// or (`all`) every one, waiting for them until the run is cancelled.

@@ -304,11 +304,9 @@ int granulometry_main(int argc, char** argv) {
   // openings earlier, get more planes (slabs.hpp). Not with --median, whose reading filters on the
   // host at another rate, nor over several hosts, whose turns run side by side.
   if (job.gpu && max_size >= 0)
-    morphology::balance_for_gpus(plan, job.element(), max_size, static_cast<std::int64_t>(dtype_size(source.dtype)),
-                                 o.slab_planes > 0,
-                                 morphology::places_read_in_turns(job.places, cluster, job.host_turns) &&
-                                     o.median == 0);
-  if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(job.places, cluster, job.handover);
+    morphology::balance_gpu_slabs(plan, job.places, cluster, job.element(), max_size,
+                                  static_cast<std::int64_t>(dtype_size(source.dtype)), o.slab_planes > 0,
+                                  job.host_turns, job.handover, o.median == 0);
   logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
                       job.shape.str(), plan.slabs(), plan.planes, plan.halo,
                       plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,

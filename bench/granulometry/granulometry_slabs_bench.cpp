@@ -92,15 +92,16 @@ struct Measure {
   double start_skew = 0;  // how much later than the first the last rank began its run
 };
 
-/// The slabs of the volume over g places of `budget` bytes each, as `weft granulometry --max-size` plans them
-/// for a u8 volume (balance_for_gpus; `in_turns`: every place on this host, read in turns);
-/// `read_cost` ≥ 0 replaces the app's SlabPlan::read_cost (--read-cost).
-morphology::SlabPlan plan_for(const Shape& s, Element e, int last, int g, double budget, bool in_turns,
+/// The slabs of the volume over `places` of `budget` bytes each, as `weft granulometry --max-size`
+/// plans them for a u8 volume (balance_gpu_slabs, the ranks of a host reading in turns where
+/// `host_turns`, handing their halos over where `handover`); `read_cost` ≥ 0 replaces the app's
+/// SlabPlan::read_cost (--read-cost).
+morphology::SlabPlan plan_for(const Shape& s, Element e, int last, const std::vector<Place>& places,
+                              const Cluster& cluster, double budget, bool host_turns, bool handover,
                               double read_cost) {
-  auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), g, 0, budget,
-                                     morphology::slab_bytes_per_voxel(e, last, false, true));
-  morphology::balance_for_gpus(plan, e, last, 1, false, in_turns);
-  if (read_cost >= 0) plan.read_cost = read_cost;
+  auto plan = morphology::plan_slabs(s[0], s[1], s[2], morphology::halo_for(last), static_cast<int>(places.size()),
+                                     0, budget, morphology::slab_bytes_per_voxel(e, last, false, true));
+  morphology::balance_gpu_slabs(plan, places, cluster, e, last, 1, false, host_turns, handover, true, read_cost);
   return plan;
 }
 
@@ -297,9 +298,13 @@ struct Emulated {
   std::vector<std::int64_t> own, curve;
 };
 
-Emulated emulate(const Array& volume, Element e, int last, int g, double budget, double read_cost) {
+Emulated emulate(const Environment& env, const Array& volume, Element e, int last, int g, double budget,
+                 double read_cost) {
   const Shape& s = volume.shape();
-  const auto plan = plan_for(s, e, last, g, budget, true, read_cost);  // one rank
+  // As one rank driving g GPUs plans them.
+  std::vector<Place> places;
+  for (int i = 0; i < g; ++i) places.push_back(Place::cuda(i));
+  const auto plan = plan_for(s, e, last, places, env.cluster(), budget, false, false, read_cost);
   const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
   cudaStream_t stream = nullptr;
   WEFT_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -437,7 +442,7 @@ int main(int argc, char** argv) {
       std::vector<std::int64_t> reference;
       for (const std::string& gtext : split(gpus_text)) {
         const int g = std::stoi(gtext);
-        const Emulated m = emulate(volume, e, last, g, budget, read_cost);
+        const Emulated m = emulate(env, volume, e, last, g, budget, read_cost);
         const double slowest = *std::max_element(m.seconds.begin(), m.seconds.end());
         double sum = 0;
         std::string own;
@@ -485,9 +490,8 @@ int main(int argc, char** argv) {
       }
       try {
         const std::vector<Place> places(all.begin(), all.begin() + g);
-        const bool in_turns = morphology::places_read_in_turns(places, env.cluster(), host_turns);
-        auto plan = plan_for(volume.shape(), e, last, g, budget_for(env, places), in_turns, read_cost);
-        if (plan.read_cost > 0) plan.rereads = morphology::halos_read_twice(places, env.cluster(), handover);
+        const auto plan = plan_for(volume.shape(), e, last, places, env.cluster(), budget_for(env, places),
+                                   host_turns, handover, read_cost);
         const auto read_twice = std::count(plan.rereads.begin(), plan.rereads.end(), true);
         std::vector<std::int64_t> own_each;
         for (int w = 0; w < plan.workers; ++w) own_each.push_back(plan.slab(0, w).end - plan.slab(0, w).first);
@@ -516,7 +520,7 @@ int main(int argc, char** argv) {
         const double eff_bound = base.wall / ((best.compute + read) * g);
         row.update({{"slabs", best.slabs}, {"rounds", best.rounds}, {"own_planes", best.planes},
                     {"read_cost", plan.read_cost}, {"read_balanced", plan.read_cost > 0 && plan.balanced()},
-                    {"host_turns", host_turns && morphology::ranks_read_in_turns(places, env.cluster())},
+                    {"host_turns", host_turns && morphology::ranks_share_a_host(places, env.cluster())},
                     {"halo_handover", best.halo_handover},
                     {"halos_read_twice", read_twice}, {"setup_seconds", best.setup},
                     {"run_start_skew_seconds", best.start_skew},

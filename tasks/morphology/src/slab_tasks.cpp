@@ -110,15 +110,18 @@ const std::string& host_of(const Cluster& cluster, const Place& p) {
 }
 }  // namespace
 
-bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster) {
-  bool shared = false;  // some host has workers on two ranks (the same answer on every rank)
+bool ranks_share_a_host(const std::vector<Place>& places, const Cluster& cluster) {
   std::map<std::string, int> first_rank;  // per host: the rank of its first worker
   for (const Place& p : places) {
     if (p.rank < 0 || p.rank >= cluster.size()) continue;
     const auto [at, added] = first_rank.emplace(host_of(cluster, p), p.rank);
-    shared = shared || (!added && at->second != p.rank);
+    if (!added && at->second != p.rank) return true;
   }
-  if (!shared) return false;
+  return false;
+}
+
+bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster) {
+  if (!ranks_share_a_host(places, cluster)) return false;
   // WEFT_HOST_TURNS=0 on any rank (mpirun passes a variable to other hosts only with -x) turns
   // the turns off on all of them: they are made collectively.
   const char* off = std::getenv("WEFT_HOST_TURNS");
@@ -154,9 +157,18 @@ std::vector<bool> halos_read_twice(const std::vector<Place>& places, const Clust
   return out;
 }
 
+void balance_gpu_slabs(SlabPlan& plan, const std::vector<Place>& places, const Cluster& cluster, Element element,
+                       int max_size, std::int64_t value_bytes, bool planes_forced, bool host_turns, bool handover,
+                       bool reads_alone, double read_cost) {
+  balance_for_gpus(plan, element, max_size, value_bytes, planes_forced,
+                   reads_alone && places_read_in_turns(places, cluster, host_turns));
+  if (read_cost >= 0) plan.read_cost = read_cost;
+  plan.rereads = plan.read_cost > 0 ? halos_read_twice(places, cluster, handover) : std::vector<bool>{};
+}
+
 std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places, const Cluster& cluster,
                                                      bool handover) {
-  if (!ranks_read_in_turns(places, cluster)) return nullptr;
+  if (!ranks_share_a_host(places, cluster)) return nullptr;
   auto out = std::make_shared<SlabReadTurns>();
   out->turns = std::make_shared<HostTurns>();
   out->handover = handover;
@@ -211,12 +223,17 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   if (static_cast<std::size_t>(plan_.workers) > rank_.size() || rank_.size() != host_.size())
     throw ConfigError("halos between ranks: the turns have " + std::to_string(rank_.size()) +
                       " workers, the plan has " + std::to_string(plan_.workers));
-  // The same on every rank (the plan and the places are): the largest halo and piece count.
+  // The same on every rank (the plan and the places are): the largest halo and piece count; and
+  // the slots this rank writes and reads.
   const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
+  const int me = Environment::current() ? Environment::current()->rank() : 0;
   std::int64_t largest = 0;
   std::size_t pieces = 0;
+  std::set<std::size_t> writes, reads;
   for (std::int64_t n = 1; n < total && chunk_planes > 0; ++n) {
     if (!shares(n)) continue;
+    if (rank_[static_cast<std::size_t>((n - 1) % plan_.workers)] == me) writes.insert(slot(n));
+    if (rank_[static_cast<std::size_t>(n % plan_.workers)] == me) reads.insert(slot(n));
     const auto seg = shared_planes(plan_, n - 1);
     largest = std::max(largest, seg.second - seg.first);
     const auto all = slab_pieces(plan_, n, chunk_planes);
@@ -250,13 +267,6 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   // (58389e6) the readers, which mapped theirs after the agreement, most likely began their runs
   // later than the writers: the wall ended 19 ms after the last openings (docs/status.md). A
   // segment taken over has these pages already.
-  const int me = env ? env->rank() : 0;
-  std::set<std::size_t> writes, reads;
-  for (std::int64_t n = 1; n < total; ++n)
-    if (shares(n)) {
-      if (rank_[static_cast<std::size_t>((n - 1) % plan_.workers)] == me) writes.insert(slot(n));
-      if (rank_[static_cast<std::size_t>(n % plan_.workers)] == me) reads.insert(slot(n));
-    }
   auto reserve = [&](std::size_t offset, std::size_t size) {
     if (slots_->reserved.contains({offset, size})) return true;
     if (!segment->reserve(offset, size)) return false;

@@ -185,9 +185,14 @@ class HostHalos {
   std::thread mapping_;  // maps this rank's slots into the process while the run starts
 };
 
+/// Whether some host has workers of `places` (one per worker) on two or more ranks: from the
+/// cluster alone, the same answer on every rank without a message.
+[[nodiscard]] bool ranks_share_a_host(const std::vector<Place>& places, const Cluster& cluster);
+
 /// Whether the slab reads of `places` (one per worker) are taken in turns between ranks: some host
-/// has workers on two or more ranks, and WEFT_HOST_TURNS is 0 on no rank. Then collective under
-/// MPI (the ranks agree on that variable): call it at the same point on every rank.
+/// has workers on two or more ranks (ranks_share_a_host), and WEFT_HOST_TURNS is 0 on no rank.
+/// Then collective under MPI (the ranks agree on that variable): call it at the same point on
+/// every rank.
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
 
 /// Whether the halo two slabs of different ranks of one host share is handed over through shared
@@ -206,13 +211,23 @@ class HostHalos {
 /// all on one rank (ReadTurn), or all on one host whose ranks take turns (`host_turns`).
 [[nodiscard]] bool places_read_in_turns(const std::vector<Place>& places, const Cluster& cluster, bool host_turns);
 
-/// The turns of the slab sources of `places` when ranks_read_in_turns, else none (the sources of
-/// one process take turns through ReadTurn alone), handing the halos between ranks over where
-/// `handover` (halo_handover_requested, asked once by the caller so that its plan's rereads and
-/// these turns agree). Under MPI, collective over every rank (HostTurns): call it at the same
-/// point on every rank, outside a run.
+/// The turns of the slab sources of `places` where some host has workers of them on two ranks
+/// (ranks_share_a_host), else none (the sources of one process take turns through ReadTurn alone),
+/// handing the halos between ranks over where `handover`. For a caller whose ranks read in turns
+/// (ranks_read_in_turns over all its places, asked once, as `handover` is from
+/// halo_handover_requested, so that its plan and these turns agree). Under MPI, collective over
+/// every rank (HostTurns): call it at the same point on every rank, outside a run.
 [[nodiscard]] std::shared_ptr<const SlabReadTurns> slab_read_turns(const std::vector<Place>& places,
                                                                    const Cluster& cluster, bool handover);
+
+/// The GPU balance of `plan` over `places`, as `weft granulometry` sets it and the slab benchmark
+/// reproduces it: balance_for_gpus, the reads counted where the places read in turns
+/// (places_read_in_turns with `host_turns`) and `reads_alone` (the reading does nothing but read:
+/// not with --median); `read_cost` ≥ 0 in place of the read cost so found (the benchmark's
+/// --read-cost); then SlabPlan::rereads where reads are counted (halos_read_twice with `handover`).
+void balance_gpu_slabs(SlabPlan& plan, const std::vector<Place>& places, const Cluster& cluster, Element element,
+                       int max_size, std::int64_t value_bytes, bool planes_forced, bool host_turns, bool handover,
+                       bool reads_alone = true, double read_cost = -1);
 
 /// Source of one worker: its slab of every round with its halo (a 1-plane empty mask past the
 /// volume), whole or (chunk_planes > 0) in chunks of at most that many planes, each with its 6

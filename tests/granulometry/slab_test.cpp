@@ -212,7 +212,7 @@ TEST(SlabPlan, HalosReadTwiceGiveTheLaterSlabsFewerPlanes) {
   EXPECT_EQ(morphology::halos_read_twice(places, host, true), (std::vector<bool>(4, false)));
 }
 
-TEST(SlabPieces, SharedHalosAreCutAlikeOnBothSidesAndReadLast) {
+TEST(SlabPieces, SharedHalosAreCutAlikeOnBothSidesKeptOnesFirstTakenOnesLast) {
   for (std::int64_t own : {std::int64_t{0}, std::int64_t{9}}) {
     auto plan = morphology::plan_slabs(61, 5, 4, 8, 3, own, 0, 0);  // 3 workers, halo 8; own 9: 3 rounds
     if (own == 0) plan.read_cost = 0.05;
@@ -224,14 +224,17 @@ TEST(SlabPieces, SharedHalosAreCutAlikeOnBothSidesAndReadLast) {
         EXPECT_TRUE(pieces.empty());
         continue;
       }
-      // The pieces cover the slab's planes once, at most 3 planes each; the kept ones come before the taken ones.
+      // The pieces cover the slab's planes once, at most 3 planes each; the kept ones come first,
+      // the taken ones last.
       std::vector<int> seen(61, 0);
-      bool taking = false;
+      bool taking = false, own = false;
       for (const auto& p : pieces) {
         EXPECT_LE(p.end - p.first, 3);
         for (auto z = p.first; z < p.end; ++z) ++seen[static_cast<std::size_t>(z)];
         if (p.take) taking = true;
         else EXPECT_FALSE(taking) << "a piece after the shared lead";
+        if (!p.keep) own = true;
+        else EXPECT_FALSE(own) << "a kept piece after one that is not";
       }
       for (std::int64_t z = 0; z < 61; ++z)
         EXPECT_EQ(seen[static_cast<std::size_t>(z)], z >= slab.read_first && z < slab.read_end ? 1 : 0) << s << " " << z;

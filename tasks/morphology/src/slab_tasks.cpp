@@ -97,8 +97,8 @@ std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::in
     for (std::int64_t at = first; at < end; at += chunk_planes)
       out.push_back({at, std::min(end, at + chunk_planes), take, keep});
   };
-  add(has_lead ? lead.second : slab.read_first, has_trail ? trail.first : slab.read_end, false, false);
   if (has_trail) add(trail.first, trail.second, false, true);
+  add(has_lead ? lead.second : slab.read_first, has_trail ? trail.first : slab.read_end, false, false);
   if (has_lead) add(lead.first, lead.second, true, false);
   return out;
 }
@@ -451,9 +451,30 @@ Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t orde
   return m;
 }
 
+bool SlabSource::await_turn(Context& ctx) {
+  bool piece = false;  // a piece of the halo from the slab before's rank came meanwhile
+  const bool held = turns_->turns->wait(awaited_, [&] {
+    if (ctx.cancelled()) return true;
+    for (std::size_t j = 0; j < takes_.size() && !piece; ++j)
+      piece = !sent_early_[j] && takes_[j].wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    return piece;
+  });
+  if (held) {
+    turn_ = awaited_;
+    awaited_ = -1;
+    return true;
+  }
+  if (ctx.cancelled()) {
+    awaited_ = -1;
+    throw Error(name() + ": the run was cancelled while this source waited for its turn to read");
+  }
+  if (!send_early(ctx)) throw Error(name() + ": a halo piece was ready and then not");  // never: ready stays ready
+  return false;
+}
+
 void SlabSource::run(Context& ctx) {
   collect_puts(ctx, false);
-  if (next_ >= pieces_.size()) {  // a new slab
+  if (awaited_ < 0 && next_ >= pieces_.size()) {  // a new slab
     if (round_ == plan_.rounds()) {
       collect_puts(ctx, true);  // the halos for the next slabs' ranks are in before the stream ends
       return ctx.end_stream();
@@ -477,19 +498,15 @@ void SlabSource::run(Context& ctx) {
         }));
       sent_early_.assign(takes_.size(), false);
     }
-    if (turns_) {
-      turn_ = turns_->turn(round, worker_);
-      if (!turns_->turns->wait(turn_, [&ctx] { return ctx.cancelled(); })) {
-        turn_ = -1;  // not taken
-        throw Error(name() + ": the run was cancelled while this source waited for its turn to read");
-      }
-    }
-    if (current_.empty()) {  // past the volume: a 1-plane empty mask
-      end_turn();
-      Array m = Array::host(DType::u8, Shape(1, 1, 1));
-      m.zero();
-      return send(ctx, std::move(m), 0, 0);
-    }
+    if (turns_) awaited_ = turns_->turn(round, worker_);
+  }
+  // The slab's turn, if still to come: a piece of the halo that comes meanwhile goes on instead.
+  if (awaited_ >= 0 && !await_turn(ctx)) return;
+  if (current_.empty()) {  // past the volume: a 1-plane empty mask
+    end_turn();
+    Array m = Array::host(DType::u8, Shape(1, 1, 1));
+    m.zero();
+    return send(ctx, std::move(m), 0, 0);
   }
   try {
     read_next(ctx);
@@ -503,6 +520,11 @@ void SlabSource::read_next(Context& ctx) {
   // A piece of the halo from the slab before's rank that has come goes on at once, so that its
   // transfer overlaps this slab's reads instead of following them.
   if (next_ < turn_pieces_ && send_early(ctx)) return;
+  skip_sent();  // a slab with nothing to read in its turn: the pieces that went on while it waited
+  if (next_ >= pieces_.size()) {  // all of them: the turn ends, the next slab begins
+    end_turn();
+    return run(ctx);
+  }
   const std::size_t k = next_++;
   const SlabPiece piece = pieces_[k];
   std::future<Array> started;  // this piece's read, if a firing before started it
@@ -530,6 +552,10 @@ void SlabSource::read_next(Context& ctx) {
   // the pieces that come from the slab before's rank.
   if (k + 1 >= turn_pieces_) end_turn();
   send(ctx, std::move(*m), piece.first, piece.end);
+  skip_sent();
+}
+
+void SlabSource::skip_sent() {
   while (next_ >= turn_pieces_ && next_ < pieces_.size() && sent_early_[next_ - turn_pieces_]) ++next_;
 }
 

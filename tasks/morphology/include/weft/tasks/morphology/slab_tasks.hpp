@@ -70,8 +70,10 @@ struct SlabPiece {
 };
 
 /// The reads of slab s of the plan in chunks of at most `chunk_planes` planes (0: the whole slab in
-/// one), in their order: the planes it alone reads, then those it shares with the next slab, then
-/// those it shares with the slab before (which, read first, has most likely read them by then).
+/// one), in their order: the planes it shares with the next slab (so that, handed over to another
+/// rank, they are there early in the turn and can travel to the next slab's place while its turn
+/// is still to come), then those it alone reads, then those it shares with the slab before (which,
+/// read first, has read them by then).
 /// Empty for a slab past the volume. The shared planes are cut into the same pieces on both sides.
 [[nodiscard]] std::vector<SlabPiece> slab_pieces(const SlabPlan& plan, std::int64_t s, std::int64_t chunk_planes);
 
@@ -265,11 +267,16 @@ class SlabSource final : public Task {
   void send(Context& ctx, Array m, std::int64_t chunk_first, std::int64_t chunk_end);  // one token of current_
   void read_next(Context& ctx);  // reads and sends the current slab's next piece
   void end_turn() noexcept;     // ends the host turn held, if any
+  /// Waits for the current slab's host turn (awaited_) until it is held (true), or until a piece
+  /// of the halo taken from the slab before's rank has come: that piece is then sent instead, so
+  /// that it travels to the place while earlier turns read (false); throws once the run is cancelled.
+  [[nodiscard]] bool await_turn(Context& ctx);
   /// Whether slab n's halo with slab n − 1 is handed over through halos_.
   [[nodiscard]] bool linked(std::int64_t n) const { return halos_ && halos_->linked(n); }
   [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
   /// Sends one piece of takes_ that has come and was not sent yet; false where none has.
   [[nodiscard]] bool send_early(Context& ctx);
+  void skip_sent();  // past the pieces of takes_ at next_ that went on early
   [[nodiscard]] Array took(std::size_t j);  // takes_[j]'s bits (ready); the last one tells halos_
   [[nodiscard]] std::string halo_cancelled() const;  // why: the run stopped while the slab before's halo was awaited
   void put_piece(const Array& m, std::size_t k);  // for the next slab's rank
@@ -284,6 +291,7 @@ class SlabSource final : public Task {
   std::shared_ptr<const SlabReadTurns> turns_;
   std::shared_ptr<const HostHalos> halos_;
   std::int64_t turn_ = -1;     // the host turn held while the current slab is read (-1: none)
+  std::int64_t awaited_ = -1;  // the current slab's host turn, not held yet (-1: none awaited)
   std::size_t turn_pieces_ = 0;  // pieces of the current slab read in its turn (the rest taken from halos_)
   std::atomic<bool> abandon_{false};        // set when the source goes: the copies below stop waiting
   std::deque<std::future<bool>> puts_;      // halo pieces being copied for the next slab's rank

@@ -478,5 +478,20 @@ TEST(ReadTurns, APassiveCallerReadsNothingItself) {
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 1; }));
 }
 
+TEST(ReadTurns, ACopyOnTheReadingThreadsCopiesEveryByteOnce) {
+  // Pieces of 1 MiB and a last one shorter; nothing written past the end.
+  const std::size_t bytes = (std::size_t{3} << 20) + 17;
+  std::vector<std::uint8_t> from(bytes), to(bytes + 64, 0xAB);
+  for (std::size_t i = 0; i < bytes; ++i) from[i] = static_cast<std::uint8_t>(i * 131 + (i >> 20));
+  {
+    const morphology::ReadTurn turn(3, 1);
+    morphology::copy_on_read_threads(to.data(), from.data(), bytes);
+  }
+  EXPECT_TRUE(std::equal(from.begin(), from.end(), to.begin()));
+  EXPECT_TRUE(std::all_of(to.begin() + static_cast<std::ptrdiff_t>(bytes), to.end(), [](std::uint8_t b) { return b == 0xAB; }));
+  morphology::copy_on_read_threads(to.data(), from.data(), 0);  // nothing to copy
+  EXPECT_EQ(to[0], from[0]);
+}
+
 }  // namespace
 }  // namespace weft

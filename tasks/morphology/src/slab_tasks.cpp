@@ -355,7 +355,7 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
   const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
   if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= tag_ + before + 1; }, stop))
     return false;
-  std::memcpy(bits(s) + at, data.raw(), data.bytes());
+  copy_on_read_threads(bits(s) + at, data.raw(), data.bytes());
   std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(tag_ + n + 1, std::memory_order_release);
   return true;
 }
@@ -407,7 +407,9 @@ void SlabSource::put_piece(const Array& m, std::size_t k) {
       std::find_if(pieces_.begin(), pieces_.end(), [](const SlabPiece& p) { return p.keep; }) - pieces_.begin());
   Array bits = is_foreground_bits(m, plan_.height, plan_.width) ? m : foreground_bits(m, {});
   puts_.push_back(std::async(std::launch::async, [this, n = number_ + 1, j = k - first_kept, first = pieces_[k].first,
-                                                  bits = std::move(bits)] {
+                                                  k, bits = std::move(bits)] {
+    // Copied in this slab's turn, right after the piece's read, on the reading threads.
+    const ReadTurn turn(n - 1, static_cast<std::int64_t>(k));
     return halos_->put(n, j, first, bits, [this] { return abandon_.load(); });
   }));
 }

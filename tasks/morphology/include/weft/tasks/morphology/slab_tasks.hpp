@@ -133,8 +133,9 @@ struct SlabReadTurns {
 /// source of the first slab to that of the second through a HostSegment: two slots per worker
 /// (slab n's halo in slot 2 (n mod W) + round parity), each with a flag per piece of the halo
 /// (slab_pieces) set once its bits are in, and one set once the slab has taken them all, which
-/// the slot's next slab waits for before writing. The bits are copied in by the first
-/// slab's source on threads of its own, out by the second's while it reads its own planes.
+/// the slot's next slab waits for before writing. The bits are copied in for the first slab's
+/// source on the reading threads, in its turn (copy_on_read_threads), out by the second's on
+/// threads of its own while it waits for its turn (the reading threads are then another rank's).
 /// The segment outlives its HostHalos, as the pinned host pool's buffers outlive their arrays:
 /// the next HostHalos of the process that needs no more bytes (and is not made while another
 /// holds it) takes it over on every rank, with the pages already given and mapped, and tells its

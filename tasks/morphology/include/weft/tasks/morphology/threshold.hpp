@@ -52,6 +52,12 @@ class ReadTurn {
   bool previous_passive_;
 };
 
+/// Copies `bytes` from `from` to `to` in pieces on the reading threads (and the calling thread),
+/// served in the calling thread's ReadTurn as its reads are: a copy that belongs to a turn (a
+/// halo handed to another rank) takes the turn's threads for a moment instead of threads of its
+/// own beside them.
+void copy_on_read_threads(void* to, const void* from, std::size_t bytes);
+
 /// The process's reading threads: WEFT_READ_THREADS, else three quarters of the CPUs it may use,
 /// divided among the ranks of its host; where they read in turns, three quarters of the host's
 /// CPUs, the threads allowed on all of them (unless WEFT_KEEP_BINDING=1). Started on first use.

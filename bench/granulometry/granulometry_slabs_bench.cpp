@@ -371,7 +371,7 @@ int main(int argc, char** argv) {
   const bool root = env.rank() == 0;
   std::int64_t size = 2048;
   int last = 50, repeats = 1;
-  double read_cost = -1;  // -1: the app's (gpu_read_cost on one rank, 0 under mpirun)
+  double read_cost = -1;  // -1: the app's (gpu_read_cost where the places read in turns, else 0)
   std::int64_t read_chunk = morphology::kSlabChunkBytes;  // voxels a slab's source reads at a time
   bool emulated = false;
   std::string tag;  // appended to the results key (a run on other machines than the 4-GPU one)

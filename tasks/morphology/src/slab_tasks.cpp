@@ -226,7 +226,8 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   // The same on every rank (the plan and the places are): the largest halo and piece count; and
   // the slots this rank writes and reads.
   const std::int64_t total = std::int64_t{plan_.rounds()} * plan_.workers;
-  const int me = Environment::current() ? Environment::current()->rank() : 0;
+  const Environment* env = Environment::current();
+  const int me = env ? env->rank() : 0;
   std::int64_t largest = 0;
   std::size_t pieces = 0;
   std::set<std::size_t> writes, reads;
@@ -246,7 +247,6 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   header_bytes_ = round_up(slots * flags_ * sizeof(std::int64_t), kPage);
   slot_bytes_ = round_up(static_cast<std::size_t>(largest) * plane_bytes_, kPage);
   const std::size_t bytes = header_bytes_ + slots * slot_bytes_;
-  const Environment* env = Environment::current();
   // The segment of the last HostHalos, where every rank has one big enough (they do alike: the
   // same plans in the same order), else a new one (collective).
   {
@@ -263,10 +263,11 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   tag_ = ++slots_->uses << kUseShift;
   // Each rank gives memory to the slots it writes now, so that no copy finds /dev/shm full; once
   // the ranks agree, a thread maps the slots it writes and reads, while the run starts. Mapped
-  // before the run, the setup was 55-82 ms on a 2xH200 (e93e3cd), and on a 4xH200
-  // (58389e6) the readers, which mapped theirs after the agreement, most likely began their runs
-  // later than the writers: the wall ended 19 ms after the last openings (docs/status.md). A
-  // segment taken over has these pages already.
+  // before the run, on a 4xH200 (58389e6) the readers, which mapped theirs after the agreement,
+  // most likely began their runs later than the writers: the wall ended 19 ms after the last
+  // openings (docs/status.md). With every graph giving and mapping them, the setup was 62-102 ms
+  // on 4xH200 hosts (granulometry.json setup_seconds at c3cedcb and 964ee3b). A segment taken
+  // over has these pages already.
   auto reserve = [&](std::size_t offset, std::size_t size) {
     if (slots_->reserved.contains({offset, size})) return true;
     if (!segment->reserve(offset, size)) return false;
@@ -292,7 +293,7 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
     });
   logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here, "
                               "{} range(s) to map, use {} of the segment",
-                              writes.size(), slot_bytes_, to_map.size(), tag_ >> kUseShift);
+                              writes.size(), slot_bytes_, to_map.size(), segment_use());
 }
 
 HostHalos::~HostHalos() {
@@ -302,6 +303,8 @@ HostHalos::~HostHalos() {
   auto& kept = kept_slots().slots;
   if (!kept || kept->segment->bytes() <= slots_->segment->bytes()) kept = std::move(slots_);
 }
+
+std::int64_t HostHalos::segment_use() const noexcept { return tag_ >> kUseShift; }
 
 HostSegment* HostHalos::segment() const noexcept { return slots_ ? slots_->segment.get() : nullptr; }
 
@@ -454,13 +457,8 @@ Array SlabSource::read(std::int64_t first, std::int64_t count, std::int64_t orde
 }
 
 bool SlabSource::await_turn(Context& ctx) {
-  bool piece = false;  // a piece of the halo from the slab before's rank came meanwhile
-  const bool held = turns_->turns->wait(awaited_, [&] {
-    if (ctx.cancelled()) return true;
-    for (std::size_t j = 0; j < takes_.size() && !piece; ++j)
-      piece = !sent_early_[j] && takes_[j].wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    return piece;
-  });
+  std::optional<std::size_t> piece;  // a piece of the halo from the slab before's rank came meanwhile
+  const bool held = turns_->turns->wait(awaited_, [&] { return ctx.cancelled() || (piece = came()); });
   if (held) {
     turn_ = awaited_;
     awaited_ = -1;
@@ -470,7 +468,7 @@ bool SlabSource::await_turn(Context& ctx) {
     awaited_ = -1;
     throw Error(name() + ": the run was cancelled while this source waited for its turn to read");
   }
-  if (!send_early(ctx)) throw Error(name() + ": a halo piece was ready and then not");  // never: ready stays ready
+  send_taken(ctx, *piece);
   return false;
 }
 
@@ -561,15 +559,22 @@ void SlabSource::skip_sent() {
   while (next_ >= turn_pieces_ && next_ < pieces_.size() && sent_early_[next_ - turn_pieces_]) ++next_;
 }
 
+std::optional<std::size_t> SlabSource::came() const {
+  for (std::size_t j = 0; j < takes_.size(); ++j)
+    if (!sent_early_[j] && takes_[j].wait_for(std::chrono::seconds(0)) == std::future_status::ready) return j;
+  return std::nullopt;
+}
+
 bool SlabSource::send_early(Context& ctx) {
-  for (std::size_t j = 0; j < takes_.size(); ++j) {
-    if (sent_early_[j] || takes_[j].wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
-    sent_early_[j] = true;
-    const SlabPiece piece = pieces_[turn_pieces_ + j];
-    send(ctx, took(j), piece.first, piece.end);
-    return true;
-  }
-  return false;
+  const auto j = came();
+  if (j) send_taken(ctx, *j);
+  return j.has_value();
+}
+
+void SlabSource::send_taken(Context& ctx, std::size_t j) {
+  sent_early_[j] = true;
+  const SlabPiece piece = pieces_[turn_pieces_ + j];
+  send(ctx, took(j), piece.first, piece.end);
 }
 
 Array SlabSource::took(std::size_t j) {

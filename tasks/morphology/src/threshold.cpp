@@ -356,11 +356,11 @@ void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int6
 int read_threads() { return ReadPool::get().threads_started(); }
 
 void copy_on_read_threads(void* to, const void* from, std::size_t bytes) {
-  constexpr std::size_t kPiece = std::size_t{1} << 20;
-  ReadPool::get().run(static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece), [&](std::int64_t k) {
-    const std::size_t at = static_cast<std::size_t>(k) * kPiece;
-    std::memcpy(static_cast<std::byte*>(to) + at, static_cast<const std::byte*>(from) + at, std::min(kPiece, bytes - at));
-  });
+  // read_values' pieces, each fetched by a memcpy: the bytes as one plane of one row.
+  const auto* base = static_cast<const std::byte*>(from);
+  read_values([base](std::int64_t at, std::int64_t n, void* out) {
+    std::memcpy(out, base + at, static_cast<std::size_t>(n));
+  }, DType::u8, 1, 1, static_cast<std::int64_t>(bytes), to);
 }
 
 void read_in_host_turns(bool on) noexcept { host_turns = on; }

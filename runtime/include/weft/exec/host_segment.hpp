@@ -30,9 +30,9 @@ class HostSegment {
   [[nodiscard]] bool reserve(std::size_t offset, std::size_t bytes) noexcept;
   /// Maps the pages of [offset, offset + bytes) into this process, for writing or only reading
   /// (pages another rank reserved), so that the accesses after it do not fault. Best effort. Slow
-  /// in a virtual machine (halo slots of 107 MB mapped by every graph made its setup 55-102 ms on
-  /// the H200 hosts, granulometry.json setup_seconds): call it off the critical path, on a thread
-  /// of its own.
+  /// in a virtual machine (halo slots of 107 MB given and mapped by every graph made its setup
+  /// 62-102 ms on 4xH200 hosts, granulometry.json setup_seconds): call it off the critical path,
+  /// on a thread of its own.
   void map(std::size_t offset, std::size_t bytes, bool write) const noexcept;
 
  private:

@@ -109,7 +109,7 @@ class HaloShare {
 /// slabs_2048_ranks4_turns1 and slabs_2048_4xH200). With `handover` (WEFT_HALO_HANDOVER=1 on every
 /// rank) that halo is read once, as HaloShare does within a process: the first slab's source
 /// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
-/// out while it reads its own planes. Its pages are slow to give and map in these VMs: at c3cedcb
+/// out and sends them on while it waits for its turn and reads its own planes. Its pages are slow to give and map in these VMs: at c3cedcb
 /// on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
 /// 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the setup 88-102 ms against 1 ms.
 /// With the segment kept between graphs (e7e48e7) the setup fell to 1-17 ms and the walls were
@@ -169,7 +169,7 @@ class HostHalos {
   void taken(std::int64_t n) const;
 
   /// How many HostHalos of this process have held its segment, this one included (0: none held).
-  [[nodiscard]] std::int64_t segment_use() const noexcept { return tag_ >> 40; }
+  [[nodiscard]] std::int64_t segment_use() const noexcept;
 
   struct Slots;  ///< a segment and the pages given and mapped in it, kept for the next HostHalos
 
@@ -184,7 +184,7 @@ class HostHalos {
   std::size_t plane_bytes_ = 0, slot_bytes_ = 0, flags_ = 0, header_bytes_ = 0;
   std::unique_ptr<Slots> slots_;  // null where nothing is handed over
   [[nodiscard]] HostSegment* segment() const noexcept;  // slots_'s
-  std::int64_t tag_ = 0;            // added to every flag value: this use of the segment << 40
+  std::int64_t tag_ = 0;            // added to every flag value: this use of the segment, shifted
   std::thread mapping_;  // maps this rank's slots into the process while the run starts
 };
 
@@ -275,8 +275,11 @@ class SlabSource final : public Task {
   /// Whether slab n's halo with slab n − 1 is handed over through halos_.
   [[nodiscard]] bool linked(std::int64_t n) const { return halos_ && halos_->linked(n); }
   [[nodiscard]] Array receive_piece(Context& ctx, std::size_t k);  // piece k, from the slab before's rank
-  /// Sends one piece of takes_ that has come and was not sent yet; false where none has.
+  /// The first piece of takes_ that has come and was not sent yet, if any.
+  [[nodiscard]] std::optional<std::size_t> came() const;
+  /// Sends the piece came() finds; false where none has come.
   [[nodiscard]] bool send_early(Context& ctx);
+  void send_taken(Context& ctx, std::size_t j);  // sends takes_[j] (come), ahead of its place in pieces_
   void skip_sent();  // past the pieces of takes_ at next_ that went on early
   [[nodiscard]] Array took(std::size_t j);  // takes_[j]'s bits (ready); the last one tells halos_
   [[nodiscard]] std::string halo_cancelled() const;  // why: the run stopped while the slab before's halo was awaited
@@ -297,7 +300,7 @@ class SlabSource final : public Task {
   std::atomic<bool> abandon_{false};        // set when the source goes: the copies below stop waiting
   std::deque<std::future<bool>> puts_;      // halo pieces being copied for the next slab's rank
   std::vector<std::future<std::optional<Array>>> takes_;  // the current slab's halo pieces from the slab before's rank
-  std::vector<bool> sent_early_;  // per takes_: sent while the slab's own pieces were read
+  std::vector<bool> sent_early_;  // per takes_: sent as soon as it came (before or during the turn)
   std::size_t takes_done_ = 0;    // takes_ collected
   int round_ = 0;
   Slab current_;               // the slab being sent in chunks

@@ -11,7 +11,10 @@
 #   bash cluster/gpu_session.sh saliency-ranks N   mpirun -np N saliency_bench --scaling (saliency.json)
 #   bash cluster/gpu_session.sh granulometry ARGS  granulometry_bench ARGS with the python3 on PATH for the
 #                                                  scipy / CuPy peers (granulometry.json)
-#   bash cluster/gpu_session.sh slabs [N]          granulometry_slabs_bench, one rank, or N ranks
+#   bash cluster/gpu_session.sh slabs [N [TAG]]    granulometry_slabs_bench, one rank, or N ranks
+#                                                  (GPUS=1,2,4 and REPEATS=2 by default; TAG: results key
+#                                                  slabs_2048[_ranksN]_TAG; WEFT_HALO_HANDOVER and
+#                                                  WEFT_HOST_TURNS, where set, go to every rank)
 #   bash cluster/gpu_session.sh filters ARGS...    filters_bench ARGS (its json into $OUT)
 # Results files are written into bench/results of this tree (copy them back from $OUT/results);
 # set WEFT_COMMIT to the commit being measured where git cannot tell it (a copied tree).
@@ -54,10 +57,14 @@ case $step in
     save granulometry.json
     ;;
   slabs)
+    args=(--gpus "${GPUS:-1,2,4}" --repeats "${REPEATS:-2}" ${2:+--tag "$2"})
     if [[ -n ${1:-} ]]; then
-      mpirun -np "$1" "$build/bench/granulometry/granulometry_slabs_bench" 2>&1 | tee "$out/slabs_ranks.log" | tail -14
+      pass=()
+      for v in WEFT_HALO_HANDOVER WEFT_HOST_TURNS; do [[ -n ${!v+x} ]] && pass+=(-x "$v"); done
+      mpirun -np "$1" "${pass[@]}" "$build/bench/granulometry/granulometry_slabs_bench" "${args[@]}" 2>&1 |
+        tee "$out/slabs_ranks${1}${2:+_$2}.log" | tail -14
     else
-      "$build/bench/granulometry/granulometry_slabs_bench" 2>&1 | tee "$out/slabs.log" | tail -14
+      "$build/bench/granulometry/granulometry_slabs_bench" "${args[@]}" 2>&1 | tee "$out/slabs${2:+_$2}.log" | tail -14
     fi
     save granulometry.json
     ;;
@@ -65,7 +72,7 @@ case $step in
     WEFT_RESULTS_DIR="$out/results" "$build/bench/filters/filters_bench" "$@" 2>&1 | tee -a "$out/filters.log" | tail -40
     ;;
   *)
-    sed -n 2,14p "${BASH_SOURCE[0]}"
+    sed -n 2,20p "${BASH_SOURCE[0]}"
     exit 2
     ;;
 esac

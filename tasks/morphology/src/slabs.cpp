@@ -96,7 +96,11 @@ double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) no
 }
 
 std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept {
-  return element == Element::cube ? 3 * halo / 8 : halo / 4;
+  switch (element) {
+    case Element::cube: return 5 * halo / 16;
+    case Element::ball: return halo / 6;
+    default: return halo / 5;
+  }
 }
 
 void balance_for_gpus(SlabPlan& plan, Element element, int max_size, std::int64_t value_bytes, bool planes_forced,

@@ -77,12 +77,17 @@ struct SlabPlan {
 /// no such model sees: a few percent either way.
 [[nodiscard]] double gpu_read_cost(Element element, int max_size, std::int64_t value_bytes) noexcept;
 
-/// SlabPlan::edge_cost for GPU places: the planes of work one halo side adds to a slab. Octahedra
-/// and balls halo / 4 (plan_slabs' default: their openings of size n shrink by the steps left, so
-/// a side costs about n / 2 planes per size), cubes 3 · halo / 8 (their separable passes run on
-/// the whole box, own planes ± n). Fitted to the compute times of 2048³, N = 50 over four H200s
-/// (bench/results/granulometry*.json): one side cost 16-26 planes for octahedra and balls and
-/// 32-42 for cubes (from the even split over four ranks and the read-balanced one-rank runs).
+/// SlabPlan::edge_cost for GPU places: the planes of work one halo side adds to a slab, which
+/// decides how many more own planes the two end slabs (one side) get than the middle ones (two).
+/// Octahedra halo / 5, balls halo / 6, cubes 5 · halo / 16: 20, 17 and 31 planes for N = 50.
+/// Fitted to the per-slab compute times of every four-GPU run of 2048³, N = 50 on 4×H200 hosts
+/// (26 runs each in bench/results/granulometry.json, own_planes_each and compute_seconds_each;
+/// compute_i = a (own_i + sides_i · e) + c by least squares over the four slabs of a run): median
+/// e = 21.1 planes for octahedra, 17.4 for balls, 32.2 for cubes (spread ± 2-3). The octahedron's
+/// bit dilations shrink their box by their steps, so a side costs about N / 3 planes of them, plus
+/// its share of the distance transform on the halo; the cube's z pass reads the box, its y and x
+/// passes run on the counted planes only. Until 494967c these were halo / 4 for octahedra and
+/// balls and 3 · halo / 8 for cubes, which let the end slabs finish 3-11 ms after the middle ones.
 [[nodiscard]] std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept;
 
 /// The GPU balance of `plan` (openings up to `max_size` ≥ 0 on GPU places), as `weft granulometry`

@@ -13,7 +13,7 @@
 // Usage: [mpirun -np 4] granulometry_slabs_bench [--size 2048] [--max-size 50] [--gpus 1,2,4]
 //        [--elements octahedron,cube,ball] [--repeats 1] [--emulate] [--tag NAME]
 // --emulate (one rank): each GPU count's slabs one after the other on GPU 0, timed alone.
-// --tag NAME: the results key gets _NAME (slabs_2048[_ranksN]_NAME), e.g. runs on two GPUs.
+// --tag NAME: the results key gets _NAME (slabs_2048[_ranksN or _emulated]_NAME), e.g. runs on two GPUs.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -458,10 +458,13 @@ int main(int argc, char** argv) {
       }
     }
     nlohmann::json doc = {{"volume", size}, {"max_size", last}, {"runs", erows},
+                          {"read_cost", read_cost},
                           {"note", "emulated: the slabs of the g-GPU plan computed one after the other on one GPU, "
                                    "each timed alone (granulometry_gpu, counts on the host); efficiency "
-                                   "T1 / (g max slab). Not a g-GPU run."}};
-    merge_results(result, doc, "slabs_" + std::to_string(size) + "_emulated", nlohmann::json::object());
+                                   "T1 / (g max slab). Not a g-GPU run. read_cost: --read-cost (-1: the "
+                                   "app's; 0: slabs balanced for their compute alone)"}};
+    merge_results(result, doc, "slabs_" + std::to_string(size) + "_emulated" + (tag.empty() ? "" : "_" + tag),
+                  nlohmann::json::object());
     (void)result.write();  // prints where
     return 0;
   }

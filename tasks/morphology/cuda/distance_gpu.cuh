@@ -50,7 +50,9 @@ struct SeedRule {
   std::int64_t above = 0;              ///< seeds where distance > above (if distance set)
   const std::uint8_t* distance8 = nullptr;  ///< if set instead of distance: min(distance, 255), above < 255
   const std::uint16_t* distance16 = nullptr;  ///< if set instead: a bounded ball transform, above ≤ its bound
-  const std::uint8_t* within = nullptr;  ///< if set (before all): seeds where within ≤ above (a pass's u8 output)
+  /// Seeds where within ≤ above (a pass's u8 output), read only by the passes compiled for it
+  /// (is_seed<true>, launch_rows<T, true>); the other passes never look at it.
+  const std::uint8_t* within = nullptr;
 };
 
 /// f ← distance to the nearest seed (element's metric, squared for balls); kInfinity if none.

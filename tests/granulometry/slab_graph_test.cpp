@@ -269,7 +269,8 @@ TEST(HostTurns, RanksAgreeOnWhetherToTakeTurns) {
 
 TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
   // Every rank reserves and maps its own page of the segment and writes its host index there; after a
-  // barrier each sees every rank's value. A reservation past the end is refused.
+  // barrier each sees every rank's value. A reservation past the end is refused; the host has
+  // room for a page and, where its ranks share /dev/shm, none for an exabyte.
   const std::size_t page = 4096;
   HostSegment segment(page * static_cast<std::size_t>(env->size()), "a test");
   ASSERT_NE(segment.data(), nullptr);
@@ -282,6 +283,8 @@ TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
   std::int64_t value = 1000 + segment.host_index();
   std::memcpy(bytes + mine, &value, sizeof value);
   EXPECT_FALSE(segment.reserve(segment.bytes() - page, 2 * page));
+  EXPECT_TRUE(segment.room(page));
+  if (segment.host_ranks() > 1) EXPECT_FALSE(segment.room(std::size_t{1} << 60));
   if (env->distributed()) MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < segment.host_ranks(); ++i) {
     segment.map(page * static_cast<std::size_t>(i), page, false);
@@ -305,8 +308,9 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   // slabs), chunks of 5 planes, each read taking 3 ms: slab (round r, worker w) is turn r · W + w
   // of the host, and every read of a turn ends before the first read of the next one starts.
   // Where the halos do not meet, every plane is read once over all ranks (the first slab hands
-  // the halo two slabs share to the second through HostHalos, WEFT_HALO_HANDOVER=1 on every
-  // rank), or, by default, the planes of those halos twice. The curve is the whole volume's.
+  // the halo two slabs share to the second through HostHalos: the default), or, with
+  // WEFT_HALO_HANDOVER=0 on one rank, the planes of those halos twice. The curve is the whole
+  // volume's.
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   const auto turns = morphology::slab_read_turns(places, env->cluster(), morphology::halo_handover_requested());
   if (env->size() == 1) {
@@ -314,11 +318,12 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
     GTEST_SKIP() << "the turns of several ranks";
   }
   ASSERT_NE(turns, nullptr);
-  EXPECT_FALSE(turns->handover);  // by default
+  EXPECT_TRUE(turns->handover);  // by default
   const std::int64_t chunk_planes = 5, chunk = chunk_planes * kShape[1] * kShape[2];
   for (const auto& [own, last, handed] :
        {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {9, 1, true}, {4, 3, true}, {4, 3, false}}) {
-    if (handed || env->rank() + 1 < env->size()) setenv("WEFT_HALO_HANDOVER", "1", 1);  // not: one rank says no
+    if (handed && env->rank() == 0) setenv("WEFT_HALO_HANDOVER", "1", 1);  // on, as by default
+    if (!handed && env->rank() + 1 == env->size()) setenv("WEFT_HALO_HANDOVER", "0", 1);  // one rank says no
     const auto these = morphology::slab_read_turns(places, env->cluster(), morphology::halo_handover_requested());
     unsetenv("WEFT_HALO_HANDOVER");
     EXPECT_EQ(these->handover, handed);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,6 +96,14 @@ bool HostSegment::reserve(std::size_t offset, std::size_t bytes) noexcept {
   // posix_fallocate on /dev/shm gives the pages or fails (ENOSPC) here, where a write to a page
   // the full tmpfs cannot give would be a SIGBUS later.
   return fd_ < 0 || posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0;
+}
+
+bool HostSegment::room(std::size_t bytes) const noexcept {
+  if (!data_) return false;
+  if (fd_ < 0 || bytes == 0) return true;
+  struct statvfs fs {};
+  if (fstatvfs(fd_, &fs) != 0) return false;
+  return static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize >= bytes;
 }
 
 void HostSegment::map(std::size_t offset, std::size_t bytes, bool write) const noexcept {

@@ -142,9 +142,9 @@ bool places_read_in_turns(const std::vector<Place>& places, const Cluster& clust
 }
 
 bool halo_handover_requested() {
-  // WEFT_HALO_HANDOVER=1 on every rank (mpirun -x): the ranks agree, HostHalos is made collectively.
+  // On unless WEFT_HALO_HANDOVER=0 on some rank: the ranks agree, HostHalos is made collectively.
   const char* on = std::getenv("WEFT_HALO_HANDOVER");
-  const bool mine = on && std::string(on) == "1";
+  const bool mine = !(on && std::string(on) == "0");
   const Environment* env = Environment::current();
   return env ? env->every_rank(mine) : mine;
 }
@@ -261,24 +261,26 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   }
   HostSegment* const segment = slots_->segment.get();
   tag_ = ++slots_->uses << kUseShift;
-  // Each rank gives memory to the slots it writes now, so that no copy finds /dev/shm full; once
-  // the ranks agree, a thread maps the slots it writes and reads, while the run starts. Mapped
-  // before the run, on a 4xH200 (58389e6) the readers, which mapped theirs after the agreement,
-  // most likely began their runs later than the writers: the wall ended 19 ms after the last
-  // openings (docs/status.md). With every graph giving and mapping them, the setup was 62-102 ms
-  // on 4xH200 hosts (granulometry.json setup_seconds at c3cedcb and 964ee3b). A segment taken
-  // over has these pages already.
-  auto reserve = [&](std::size_t offset, std::size_t size) {
-    if (slots_->reserved.contains({offset, size})) return true;
-    if (!segment->reserve(offset, size)) return false;
-    slots_->reserved.insert({offset, size});
-    return true;
-  };
-  bool ok = segment->data() && reserve(0, header_bytes_);
-  for (const std::size_t s : writes) ok = ok && reserve(header_bytes_ + s * slot_bytes_, slot_bytes_);
+  // The slots this rank writes get their memory (fallocate: no copy then finds /dev/shm full, a
+  // SIGBUS) and are mapped on a thread of their own while the run starts; put() waits for the
+  // former. Given here, before the ranks agreed, the pages of one 107 MB slot made the first
+  // graph's setup 20 ms on a 2xH200 host (granulometry.json, slabs_2048_ranks2_handover_2xH200_j),
+  // about what the handover then gained; now the ranks only check that /dev/shm has room for what
+  // the host's ranks will give (each its own unreserved writes, counted for every rank of the host
+  // as if they wrote as much). Mapped before the run, on a 4xH200 (58389e6) the readers, which
+  // mapped theirs after the agreement, most likely began their runs later than the writers: the
+  // wall ended 19 ms after the last openings (docs/status.md). A segment taken over has its pages.
+  std::vector<std::pair<std::size_t, std::size_t>> to_give;
+  for (const std::size_t s : writes)
+    if (!slots_->reserved.contains({header_bytes_ + s * slot_bytes_, slot_bytes_}))
+      to_give.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_);
+  const std::size_t host_needs = to_give.size() * slot_bytes_ * static_cast<std::size_t>(segment->host_ranks());
+  bool ok = segment->data() && (slots_->reserved.contains({0, header_bytes_}) || segment->reserve(0, header_bytes_));
+  if (ok) slots_->reserved.insert({0, header_bytes_});
+  ok = ok && segment->room(host_needs);
   if (!ok && segment->data())
     logger("morphology")->warn("no room in /dev/shm for the halos of the slabs ({} bytes): each slab reads its halos",
-                               writes.size() * slot_bytes_);
+                               host_needs + header_bytes_);
   if (!(env ? env->every_rank(ok) : ok)) {
     slots_.reset();
     return;
@@ -287,9 +289,16 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   for (const std::size_t s : writes) to_map.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_, true);
   for (const std::size_t s : reads) to_map.emplace_back(header_bytes_ + s * slot_bytes_, slot_bytes_, false);
   std::erase_if(to_map, [&](const auto& m) { return !slots_->mapped.insert(m).second; });
-  if (!to_map.empty())
-    mapping_ = std::thread([segment, to_map] {
-      for (const auto& [offset, size, write] : to_map) segment->map(offset, size, write);
+  if (!to_give.empty()) given_.store(kGiving, std::memory_order_relaxed);
+  if (!to_map.empty() || !to_give.empty())
+    mapping_ = std::thread([this, slots = slots_.get(), to_give, to_map] {
+      bool given = true;
+      for (const auto& [offset, size] : to_give) {
+        given = given && slots->segment->reserve(offset, size);
+        if (given) slots->reserved.insert({offset, size});
+      }
+      given_.store(given ? kGiven : kNotGiven, std::memory_order_release);
+      for (const auto& [offset, size, write] : to_map) slots->segment->map(offset, size, write);
     });
   logger("morphology")->debug("halos between ranks through shared memory: {} slot(s) of {} bytes written here, "
                               "{} range(s) to map, use {} of the segment",
@@ -358,6 +367,11 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
   const std::atomic_ref<std::int64_t> taken_by(*flag(s, 0));
   if (before >= 1 && !wait_until([&] { return taken_by.load(std::memory_order_acquire) >= tag_ + before + 1; }, stop))
     return false;
+  // The slot's pages, given on the mapping thread (the constructor checked that /dev/shm had room).
+  if (!wait_until([&] { return given_.load(std::memory_order_acquire) != kGiving; }, stop)) return false;
+  if (given_.load(std::memory_order_acquire) == kNotGiven)
+    throw Error("halo of slab " + std::to_string(n) + ": /dev/shm has no more room for the halo slots (" +
+                std::to_string(slot_bytes_) + " bytes each); WEFT_HALO_HANDOVER=0 on every rank reads the halos twice");
   copy_on_read_threads(bits(s) + at, data.raw(), data.bytes());
   std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(tag_ + n + 1, std::memory_order_release);
   return true;

@@ -102,20 +102,21 @@ class HaloShare {
 /// numbered in worker order. A source waits for its turn before its slab's first read and ends it
 /// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
-/// process do through ReadTurn. Without `handover` (the default), each of two slabs of different
-/// ranks of one host reads the halo they share, and the plan counts those reads
-/// (halos_read_twice): on a 4xH200 host the later turns re-read 2.6 GB and the slabs were ready
-/// at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank (granulometry.json,
-/// slabs_2048_ranks4_turns1 and slabs_2048_4xH200). With `handover` (WEFT_HALO_HANDOVER=1 on every
-/// rank) that halo is read once, as HaloShare does within a process: the first slab's source
-/// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
-/// out and sends them on while it waits for its turn and reads its own planes. Its pages are slow to give and map in these VMs: at c3cedcb
-/// on a 4xH200 the four-rank walls were 0.556 / 0.672 / 0.539 s with it and
-/// 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the setup 88-102 ms against 1 ms.
-/// With the segment kept between graphs (e7e48e7) the setup fell to 1-17 ms and the walls were
-/// those of reading twice, within the runs' spread (0.511 / 0.653 / 0.499 and 0.517 / 0.646 /
-/// 0.497 s against 0.508 / 0.648 / 0.502 on another 4xH200 host). The handover by MPI messages
-/// before it (8d2321e) was slower than reading again too.
+/// process do through ReadTurn. With `handover` (the default; off with WEFT_HALO_HANDOVER=0 on
+/// some rank) the halo two slabs of different ranks of one host share is read once, as HaloShare
+/// does within a process: the first slab's source copies its bits into memory the host's ranks
+/// share (HostHalos) and the second's copies them out and sends them on while it waits for its
+/// turn and reads its own planes. Without it each of the two slabs reads that halo, and the plan
+/// counts those reads (halos_read_twice): on a 4xH200 host the later turns re-read 2.6 GB and the
+/// slabs were ready at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank
+/// (granulometry.json, slabs_2048_ranks4_turns1 and slabs_2048_4xH200). The shared pages were slow
+/// to give and map in these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 / 0.672 /
+/// 0.539 s with the handover and 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the
+/// setup 88-102 ms against 1 ms, so it was made opt-in. With the segment kept between graphs
+/// (e7e48e7), the pieces sent on while their slab waits for its turn (84e05ed) and the pages given
+/// off the critical path, it was as fast as reading twice or faster (by 3-12 ms of the wall) on
+/// every host where both ran since (docs/status.md). The handover by MPI messages before it
+/// (8d2321e) was slower than reading again.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)
@@ -185,7 +186,9 @@ class HostHalos {
   std::unique_ptr<Slots> slots_;  // null where nothing is handed over
   [[nodiscard]] HostSegment* segment() const noexcept;  // slots_'s
   std::int64_t tag_ = 0;            // added to every flag value: this use of the segment, shifted
-  std::thread mapping_;  // maps this rank's slots into the process while the run starts
+  static constexpr int kGiving = 0, kGiven = 1, kNotGiven = 2;
+  std::atomic<int> given_{kGiven};  // the pages of the slots this rank writes (mapping_ gives them)
+  std::thread mapping_;  // gives this rank's slots their pages and maps them while the run starts
 };
 
 /// Whether some host has workers of `places` (one per worker) on two or more ranks: from the
@@ -199,8 +202,8 @@ class HostHalos {
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
 
 /// Whether the halo two slabs of different ranks of one host share is handed over through shared
-/// memory (SlabReadTurns::handover, HostHalos): WEFT_HALO_HANDOVER=1 on every rank. Off by default:
-/// on a 4xH200 host at c3cedcb it made the four-rank runs slower, not faster (docs/status.md).
+/// memory (SlabReadTurns::handover, HostHalos): on by default, off with WEFT_HALO_HANDOVER=0 on
+/// some rank (then the later slab reads the halo again).
 /// Collective under MPI: call it at the same point on every rank.
 [[nodiscard]] bool halo_handover_requested();
 

@@ -232,10 +232,9 @@ int granulometry_main(int argc, char** argv) {
              "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
              "default three quarters of the rank's CPUs, or of the host's when its ranks take turns;\n"
              "WEFT_HOST_TURNS=0 lets the ranks of a host read at once); the halo two slabs of one\n"
-             "rank share is read once, and so is that of two slabs of different ranks of a host (handed\n"
-             "over through /dev/shm; WEFT_HALO_HANDOVER=0 on some rank has both slabs read it). The\n"
-             "first slabs, whose openings start earlier, get more planes, the slabs after a halo read\n"
-             "twice fewer.\n"
+             "rank share is read once, two slabs of different ranks both read theirs (handed over\n"
+             "through /dev/shm instead with WEFT_HALO_HANDOVER=1 on every rank). The first slabs,\n"
+             "whose openings start earlier, get more planes, the slabs after a halo read twice fewer.\n"
              "The curve is the same whatever the places.\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))

@@ -399,8 +399,8 @@ int main(int argc, char** argv) {
             "wall, the slowest worker's openings, each worker's planes and times, the wall efficiency\n"
             "T1 / (g Tg), merged into granulometry.json (WEFT_RESULTS_DIR, else bench/results) under\n"
             "slabs_SIZE[_ranksN][_TAG]. --emulate: the slabs of each plan one after the other on one GPU.\n"
-            "WEFT_HOST_TURNS=0: the ranks of a host read at once; WEFT_HALO_HANDOVER=0 on some rank:\n"
-            "their shared halos read by both slabs instead of handed over through /dev/shm.\n");
+            "WEFT_HOST_TURNS=0: the ranks of a host read at once; WEFT_HALO_HANDOVER=1 on every rank:\n"
+            "their shared halos handed over through /dev/shm instead of read by both.\n");
       return 0;
     } else { std::fprintf(stderr, "unknown option %s (--help lists them)\n", a.c_str()); return 2; }
   }
@@ -575,7 +575,7 @@ int main(int argc, char** argv) {
                                    "reading overlaps no opening; read_cost > 0 (one host): the workers read their "
                                    "slabs in turns (host_turns: between ranks too), each slab's leading halo "
                                    "taken from the slab before when both are on one rank, or on two ranks of "
-                                   "one host through shared memory (halo_handover; not with WEFT_HALO_HANDOVER=0), else "
+                                   "one host through shared memory (halo_handover, WEFT_HALO_HANDOVER=1), else "
                                    "read again by the second (halos_read_twice: the slabs after it get fewer "
                                    "planes for it), and "
                                    "the first slabs, which start their openings earlier, get more planes "

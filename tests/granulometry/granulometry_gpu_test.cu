@@ -324,23 +324,23 @@ TEST(GranulometryGpu, ProgramOnTheGpusOfOneTwoFourRanksMatchesCpu) {
   const std::string sample = (dir / "sample.h5").string();
   ASSERT_EQ(std::system((weft + " granulometry --generate-sample " + sample + " --sample-size 96").c_str()), 0);
   // N = 12 in one round of slabs; N = 3 in slabs of 20 own planes, several rounds whose halos
-  // (8 planes) do not meet, handed over between ranks (the default), so that the halo slots
-  // between ranks are written again, or read by both slabs (WEFT_HALO_HANDOVER=0).
+  // (8 planes) do not meet, read by both slabs or (WEFT_HALO_HANDOVER=1) handed over, so that
+  // the halo slots between ranks are written again.
   for (const char* element : {"octahedron", "ball"})
-    for (const auto& [sizes, handover] : {std::pair<std::string, bool>{" --max-size 12", true},
-                                          {" --max-size 3 --slab-planes 20", true},
-                                          {" --max-size 3 --slab-planes 20", false}}) {
+    for (const auto& [sizes, handover] : {std::pair<std::string, bool>{" --max-size 12", false},
+                                          {" --max-size 3 --slab-planes 20", false},
+                                          {" --max-size 3 --slab-planes 20", true}}) {
       const std::string args = " granulometry --input " + sample + ":/exchange/data --element " + element +
                                sizes + " --output ";
-      const std::string what = std::string(element) + sizes + (handover ? "" : ", halo read twice");
+      const std::string what = std::string(element) + sizes + (handover ? ", handed over" : "");
       const std::string cpu = (dir / (std::string(element) + "-cpu")).string();
       ASSERT_EQ(std::system((weft + args + cpu + " --devices cpu").c_str()), 0);
       for (int ranks : {1, 2, 4}) {
-        if (!handover && ranks == 1) continue;  // nothing between ranks
+        if (handover && ranks == 1) continue;  // nothing between ranks
         const std::string out = (dir / (std::string(element) + "-" + std::to_string(ranks))).string();
         const std::string log = out + ".log";
         const std::string command = std::string(WEFT_MPIEXEC) + " " + WEFT_MPIEXEC_FLAGS + " -n " +
-                                    std::to_string(ranks) + (handover ? " " : " -x WEFT_HALO_HANDOVER=0 ") + weft +
+                                    std::to_string(ranks) + (handover ? " -x WEFT_HALO_HANDOVER=1 " : " ") + weft +
                                     args + out + " --devices gpu > " + log + " 2>&1";
         ASSERT_EQ(std::system(command.c_str()), 0) << read_text(log);
         EXPECT_EQ(read_text(cpu + "/curve.csv"), read_text(out + "/curve.csv")) << what << ", " << ranks << " ranks";

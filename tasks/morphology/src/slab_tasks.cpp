@@ -142,9 +142,9 @@ bool places_read_in_turns(const std::vector<Place>& places, const Cluster& clust
 }
 
 bool halo_handover_requested() {
-  // On unless WEFT_HALO_HANDOVER=0 on some rank: the ranks agree, HostHalos is made collectively.
+  // WEFT_HALO_HANDOVER=1 on every rank (mpirun -x): the ranks agree, HostHalos is made collectively.
   const char* on = std::getenv("WEFT_HALO_HANDOVER");
-  const bool mine = !(on && std::string(on) == "0");
+  const bool mine = on && std::string(on) == "1";
   const Environment* env = Environment::current();
   return env ? env->every_rank(mine) : mine;
 }
@@ -371,7 +371,7 @@ bool HostHalos::put(std::int64_t n, std::size_t j, std::int64_t first, const Arr
   if (!wait_until([&] { return given_.load(std::memory_order_acquire) != kGiving; }, stop)) return false;
   if (given_.load(std::memory_order_acquire) == kNotGiven)
     throw Error("halo of slab " + std::to_string(n) + ": /dev/shm has no more room for the halo slots (" +
-                std::to_string(slot_bytes_) + " bytes each); WEFT_HALO_HANDOVER=0 on every rank reads the halos twice");
+                std::to_string(slot_bytes_) + " bytes each); without WEFT_HALO_HANDOVER=1 each slab reads its halos");
   copy_on_read_threads(bits(s) + at, data.raw(), data.bytes());
   std::atomic_ref<std::int64_t>(*flag(s, 1 + j)).store(tag_ + n + 1, std::memory_order_release);
   return true;

@@ -102,21 +102,21 @@ class HaloShare {
 /// numbered in worker order. A source waits for its turn before its slab's first read and ends it
 /// once its slab's last piece is read, so that the ranks of a host read one slab after the other,
 /// each at the rate of the host's reading threads (read_in_host_turns), as the sources of one
-/// process do through ReadTurn. With `handover` (the default; off with WEFT_HALO_HANDOVER=0 on
-/// some rank) the halo two slabs of different ranks of one host share is read once, as HaloShare
-/// does within a process: the first slab's source copies its bits into memory the host's ranks
-/// share (HostHalos) and the second's copies them out and sends them on while it waits for its
-/// turn and reads its own planes. Without it each of the two slabs reads that halo, and the plan
-/// counts those reads (halos_read_twice): on a 4xH200 host the later turns re-read 2.6 GB and the
-/// slabs were ready at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank
-/// (granulometry.json, slabs_2048_ranks4_turns1 and slabs_2048_4xH200). The shared pages were slow
-/// to give and map in these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 / 0.672 /
-/// 0.539 s with the handover and 0.526 / 0.652 / 0.524 s without (octahedron / cube / ball), the
-/// setup 88-102 ms against 1 ms, so it was made opt-in. With the segment kept between graphs
-/// (e7e48e7), the pieces sent on while their slab waits for its turn (84e05ed) and the pages given
-/// off the critical path, it was as fast as reading twice or faster (by 3-12 ms of the wall) on
-/// every host where both ran since (docs/status.md). The handover by MPI messages before it
-/// (8d2321e) was slower than reading again.
+/// process do through ReadTurn. Without `handover` (the default), each of two slabs of different
+/// ranks of one host reads the halo they share, and the plan counts those reads
+/// (halos_read_twice): on a 4xH200 host the later turns re-read 2.6 GB and the slabs were ready
+/// at 27 / 52 / 77 / 99 ms against 21 / 40 / 55 / 69 ms in one rank (granulometry.json,
+/// slabs_2048_ranks4_turns1 and slabs_2048_4xH200). With `handover` (WEFT_HALO_HANDOVER=1 on every
+/// rank) that halo is read once, as HaloShare does within a process: the first slab's source
+/// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
+/// out and sends them on while it waits for its turn and reads its own planes. The shared pages
+/// were slow to give and map in these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 /
+/// 0.672 / 0.539 s with the handover and 0.526 / 0.652 / 0.524 s without (octahedron / cube /
+/// ball), the setup 88-102 ms against 1 ms. With the segment kept between graphs (e7e48e7), the
+/// pieces sent on while their slab waits for its turn (84e05ed) and the pages given off the
+/// critical path (6feaa5a) it was as fast or 3-12 ms faster on four hosts, 2-6 ms slower on a
+/// fifth (4xH200, 6feaa5a; docs/status.md): no gain to make it the default. The handover by MPI
+/// messages before it (8d2321e) was slower than reading again.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)
@@ -202,8 +202,9 @@ class HostHalos {
 [[nodiscard]] bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluster);
 
 /// Whether the halo two slabs of different ranks of one host share is handed over through shared
-/// memory (SlabReadTurns::handover, HostHalos): on by default, off with WEFT_HALO_HANDOVER=0 on
-/// some rank (then the later slab reads the halo again).
+/// memory (SlabReadTurns::handover, HostHalos): WEFT_HALO_HANDOVER=1 on every rank. Off by default
+/// (then the later slab reads the halo again): on the two 4xH200 hosts where both ran at the
+/// current code it was 1-7 ms faster on one and 2-6 ms slower on the other (docs/status.md).
 /// Collective under MPI: call it at the same point on every rank.
 [[nodiscard]] bool halo_handover_requested();
 

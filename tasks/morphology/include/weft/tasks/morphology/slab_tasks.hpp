@@ -114,8 +114,9 @@ class HaloShare {
 /// 0.672 / 0.539 s with the handover and 0.526 / 0.652 / 0.524 s without (octahedron / cube /
 /// ball), the setup 88-102 ms against 1 ms. With the segment kept between graphs (e7e48e7), the
 /// pieces sent on while their slab waits for its turn (84e05ed) and the pages given off the
-/// critical path (6feaa5a) it was as fast or 3-12 ms faster on four hosts, 2-6 ms slower on a
-/// fifth (4xH200, 6feaa5a; docs/status.md): no gain to make it the default. The handover by MPI
+/// critical path (6feaa5a) it was as fast or 3-12 ms faster on four hosts (granulometry.json), 2-6
+/// ms slower on a fifth (4xH200 at 6feaa5a, printed, its rows lost; docs/status.md): no gain to
+/// make it the default. The handover by MPI
 /// messages before it (8d2321e) was slower than reading again.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
@@ -203,8 +204,7 @@ class HostHalos {
 
 /// Whether the halo two slabs of different ranks of one host share is handed over through shared
 /// memory (SlabReadTurns::handover, HostHalos): WEFT_HALO_HANDOVER=1 on every rank. Off by default
-/// (then the later slab reads the halo again): on the two 4xH200 hosts where both ran at the
-/// current code it was 1-7 ms faster on one and 2-6 ms slower on the other (docs/status.md).
+/// (then the later slab reads the halo again; SlabReadTurns says why).
 /// Collective under MPI: call it at the same point on every rank.
 [[nodiscard]] bool halo_handover_requested();
 

@@ -136,7 +136,7 @@ void keep_other_entries(bench::Result& result) {
     }
   }
   // With --elements or --sizes, the rows of volumes and elements this run did not measure stay
-  // (each keeps the commit and date it was measured at).
+  // (each keeps the commit, date and device it was measured at).
   const auto& old_runs = old["metrics"].value("runs", nlohmann::json::array());
   auto& runs = doc["metrics"]["runs"];
   for (const auto& row : old_runs) {
@@ -148,6 +148,7 @@ void keep_other_entries(bench::Result& result) {
       nlohmann::json kept = row;
       if (!kept.contains("commit")) kept["commit"] = old.value("commit", "");
       if (!kept.contains("date")) kept["date"] = old.value("date", "");
+      if (!kept.contains("device")) kept["device"] = old.value("device", "");
       runs.push_back(kept);
     }
   }

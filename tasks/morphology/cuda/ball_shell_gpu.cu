@@ -202,8 +202,9 @@ __device__ __forceinline__ void window_min(const std::uint32_t* column, int W, s
 /// the launch), the tiles of a plane one after the other: a tile's work follows its content (the
 /// offsets skipped and the early stops), and blocks given fixed tiles ended up to 10 % apart (ncu
 /// on an H200 at 1024³: the SMs' mean active cycles 0.91 of the longest's). The window rows are
-/// first staged as E bits (the tile's two words and two each side), then turned into dx² per voxel, each row flagged when one of its voxels has an E voxel within
-/// w along x. kNarrow (w < 32): x distances from 32-bit windows, else 64-bit ones.
+/// first staged as E bits (the tile's two words and two each side), then turned into dx² per
+/// voxel, each row flagged when one of its voxels has an E voxel within w along x. kNarrow
+/// (w < 32): x distances from 32-bit windows, else 64-bit ones.
 template <bool kNarrow>
 __global__ __launch_bounds__(32 * kWarps, 3) void ball_y_kernel(const std::uint32_t* ebits, std::uint32_t* rho, int X,
                                                              int Y, int Z, int wpr, int w, int r, int W,

@@ -217,6 +217,63 @@ TEST(Hdf5, ChunkIndexListsEachRowAsRawChunksDoes) {
   EXPECT_EQ(ChunkIndex::open({file, "/flat"}), nullptr);
 }
 
+// The chunks' places that raw_chunks lists (a lookup per chunk through a recording file driver on
+// HDF5 1.10, the library's listing elsewhere) are those H5Dget_chunk_info_by_coord gives: offsets,
+// stored sizes and filter masks, for plain, gzip and shuffled chunks, several chunk rows.
+TEST(Hdf5, RawChunksAreWhereTheLibrarySaysTheyAre) {
+  const std::string file = scratch_file("chunk_places.h5");
+  const Array volume = pattern(DType::u16, Shape(9, 10, 24), 5);
+  {
+    H5Writer writer(file);
+    writer.write("/plain", volume, {2, 4, 8});
+    writer.write("/gz", volume, {3, 3, 8}, true);
+    writer.commit();
+  }
+  {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hsize_t dims[3] = {9, 10, 24}, chunk[3] = {4, 5, 8};
+    const hid_t space = H5Screate_simple(3, dims, nullptr);
+    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(plist, 3, chunk);
+    H5Pset_shuffle(plist);
+    H5Pset_deflate(plist, 4);
+    const hid_t d = H5Dcreate2(f, "/shuffled", H5T_NATIVE_UINT16, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    ASSERT_GE(H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, volume.raw()), 0);
+    H5Dclose(d);
+    H5Pclose(plist);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  for (const char* name : {"/plain", "/gz", "/shuffled"}) {
+    const auto chunks = raw_chunks({file, name}, 0, 9);
+    ASSERT_TRUE(chunks.has_value()) << name;
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    ASSERT_GE(d, 0) << name;
+    std::size_t k = 0;
+    for (std::int64_t r = 0; r < chunks->rows; ++r)
+      for (std::int64_t iy = 0; iy < chunks->per_y; ++iy)
+        for (std::int64_t ix = 0; ix < chunks->per_x; ++ix, ++k) {
+          const hsize_t at[3] = {static_cast<hsize_t>(r * chunks->chunk[0]), static_cast<hsize_t>(iy * chunks->chunk[1]),
+                                 static_cast<hsize_t>(ix * chunks->chunk[2])};
+          unsigned mask = 99;
+          haddr_t address = HADDR_UNDEF;
+          hsize_t size = 0;
+          ASSERT_GE(H5Dget_chunk_info_by_coord(d, at, &mask, &address, &size), 0) << name << " chunk " << k;
+          ASSERT_LT(k, chunks->offsets.size());
+          EXPECT_EQ(chunks->offsets[k], static_cast<std::int64_t>(address)) << name << " chunk " << k;
+          EXPECT_EQ(chunks->sizes[k], static_cast<std::int64_t>(size)) << name << " chunk " << k;
+          EXPECT_EQ(chunks->filter_masks[k], mask) << name << " chunk " << k;
+        }
+    EXPECT_EQ(k, chunks->offsets.size()) << name;
+    EXPECT_GT(k, 8u) << name;
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+}
+
 // Chunks compressed with gzip, alone or after the byte shuffle, read back by RawFile: every chunk
 // equals the library's read of the same elements; other filters (fletcher32) have no raw chunks.
 TEST(Hdf5, RawChunksInflateAndUnshuffle) {

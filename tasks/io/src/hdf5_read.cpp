@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chunk_places.hpp"
 #include "h5_common.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
@@ -226,12 +227,14 @@ std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
   const std::lock_guard guard(mutex_);
   std::optional<detail::H5Lock> lock;  // taken once a row is asked for; released after `open` closes
   std::optional<OpenDataset> open;
+  std::unique_ptr<detail::ChunkPlaces> places;  // a lookup per chunk where this HDF5 allows (1.10)
   for (std::int64_t r = out.first_row; r < out.first_row + out.rows; ++r) {
     Row& row = rows_[static_cast<std::size_t>(r)];
     if (!row.asked) {
       if (!open) {
         lock.emplace();
         open.emplace(open_dataset(ref_));
+        places = detail::ChunkPlaces::open(ref_);
       }
       row.asked = true;
       row.usable = true;
@@ -239,16 +242,24 @@ std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
         for (std::int64_t x = 0; x < out.per_x && row.usable; ++x) {
           const hsize_t at[3] = {static_cast<hsize_t>(r * out.chunk[0]), static_cast<hsize_t>(y * out.chunk[1]),
                                  static_cast<hsize_t>(x * out.chunk[2])};
-          unsigned mask = 0;
-          haddr_t address = HADDR_UNDEF;
-          hsize_t size = 0;
-          // Not allocated (fill values) or not stored as expected: the library reads this row.
-          row.usable = H5Dget_chunk_info_by_coord(open->dataset.get(), at, &mask, &address, &size) >= 0 &&
-                       address != HADDR_UNDEF && size != 0 &&
-                       (out.deflate || static_cast<std::int64_t>(size) == out.chunk_bytes());  // deflate: any size
-          row.offsets.push_back(static_cast<std::int64_t>(address));
-          row.sizes.push_back(static_cast<std::int64_t>(size));
-          row.filter_masks.push_back(mask);
+          // Not allocated (fill values) or not stored as expected: the library reads this row. (The
+          // places' offsets are in the file, H5Dget_chunk_info_by_coord's past the user block: the
+          // same here, as native_storage refuses files with one.)
+          detail::ChunkPlaces::Place place;
+          if (places) {
+            row.usable = places->locate(at, place);
+          } else {
+            haddr_t address = HADDR_UNDEF;
+            hsize_t size = 0;
+            row.usable = H5Dget_chunk_info_by_coord(open->dataset.get(), at, &place.filter_mask, &address, &size) >= 0 &&
+                         address != HADDR_UNDEF && size != 0;
+            place.offset = static_cast<std::int64_t>(address);
+            place.size = static_cast<std::int64_t>(size);
+          }
+          row.usable = row.usable && (out.deflate || place.size == out.chunk_bytes());  // deflate: any size
+          row.offsets.push_back(place.offset);
+          row.sizes.push_back(place.size);
+          row.filter_masks.push_back(place.filter_mask);
         }
       if (!row.usable) row.offsets.clear(), row.sizes.clear(), row.filter_masks.clear();
     }

@@ -81,13 +81,11 @@ struct RawChunks {
 
 /// raw_chunks of one dataset, each chunk row asked of the library once and kept (thread-safe): a
 /// program that reads the same planes several times (slabs with halos, a first pass for the
-/// largest distance, Otsu's histogram) asks for each chunk once. HDF5 1.10 finds a chunk's address
-/// by walking the dataset's whole chunk index (H5Dget_chunk_info_by_coord): 86 µs per chunk of a
-/// dataset of 8192 chunks and 10 µs of one of 2048 (512 × 2048 × 2048 and 128 × 2048 × 2048 u8
-/// datasets in 64³ chunks, on the development machine; printed by a probe, not kept), so listing
-/// every chunk of a dataset costs
-/// time quadratic in their number. Datasets of few large chunks (whole planes or slabs of them),
-/// or contiguous ones, do not pay it.
+/// largest distance, Otsu's histogram) asks for each chunk once. On HDF5 1.10 a chunk's place
+/// comes from a lookup (H5Dread_chunk through a file driver that records where it would read:
+/// src/chunk_places.hpp), not from H5Dget_chunk_info_by_coord, which walks the dataset's whole chunk
+/// index for each chunk: 32768 chunks listed in 0.04 s instead of 8.8 s on the development machine.
+/// Other HDF5 versions use H5Dget_chunk_info_by_coord.
 class ChunkIndex {
  public:
   /// The index of `ref`, none where raw_chunks refuses the dataset whatever the planes (not a

@@ -403,6 +403,50 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
                ConfigError);
 }
 
+// Chunks 64 wide (row pieces of 64 voxels, the last chunk of a row 56 wide: every step of the u8
+// packing, 32, 16 and 1 at a time), several chunk rows and columns, runs of chunks along x cut
+// over the reading threads: the same bits as from the volume for every u8 rule (any non-zero,
+// thresholds 1, 100, 255, and those that keep all or nothing), and for u16.
+TEST(Threshold, ForegroundBitsReadByWideChunks) {
+  const Shape shape(9, 5, 184);
+  const std::int64_t cz = 4, cy = 3, cx = 64, per_y = 2, per_x = 3, rows = 3, chunk = cz * cy * cx;
+  for (DType type : {DType::u8, DType::u16}) {
+    const Array v = random_values(type, shape, 5);
+    const std::size_t size = dtype_size(type);
+    std::vector<unsigned char> chunks(static_cast<std::size_t>(rows * per_y * per_x * chunk) * size, 0);
+    for (std::int64_t z = 0; z < shape[0]; ++z)
+      for (std::int64_t y = 0; y < shape[1]; ++y)
+        for (std::int64_t x = 0; x < shape[2]; ++x) {
+          const std::int64_t k = (z / cz * per_y + y / cy) * per_x + x / cx;
+          const std::int64_t at = k * chunk + ((z % cz) * cy + y % cy) * cx + x % cx;
+          std::memcpy(chunks.data() + at * size,
+                      static_cast<const unsigned char*>(v.raw()) + ((z * shape[1] + y) * shape[2] + x) * size, size);
+        }
+    const morphology::ChunkGrid grid{cz, cy, cx, 0, rows, per_y, per_x};
+    for (const morphology::Foreground rule : {morphology::Foreground{}, morphology::Foreground{1.0},
+                                              morphology::Foreground{100.0}, morphology::Foreground{255.0},
+                                              morphology::Foreground{0.0}, morphology::Foreground{300.0}}) {
+      std::atomic<int> fetched{0};
+      std::vector<std::uint8_t> bits(static_cast<std::size_t>(shape[0] * morphology::foreground_plane_bytes(5, 184)), 0xA5);
+      morphology::read_foreground_bits_chunked(
+          [&](std::int64_t k, void* to) {
+            ++fetched;
+            std::memcpy(to, chunks.data() + k * chunk * static_cast<std::int64_t>(size), chunk * size);
+          },
+          type, grid, 0, shape[0], shape[1], shape[2], rule, bits.data());
+      EXPECT_EQ(fetched.load(), rows * per_y * per_x);
+      // Against the u8 masks, bit by bit (not against foreground_bits, which packs the same way).
+      const Array mask = rule ? morphology::threshold_mask(v, *rule) : morphology::nonzero_mask(v);
+      const std::int64_t plane = shape[1] * shape[2], row = morphology::foreground_plane_bytes(5, 184);
+      int wrong = 0;
+      for (std::int64_t z = 0; z < shape[0]; ++z)
+        for (std::int64_t i = 0; i < plane; ++i)
+          wrong += ((bits[static_cast<std::size_t>(z * row + i / 8)] >> (i % 8)) & 1) != mask.data<std::uint8_t>()[z * plane + i];
+      EXPECT_EQ(wrong, 0) << dtype_name(type) << " threshold " << (rule ? *rule : -1.0);
+    }
+  }
+}
+
 /// A long read under ReadTurn(long_turn, long_order) keeps every reading thread busy; a short one
 /// under ReadTurn(short_turn, short_order) arrives: the pool's threads, and the long call's own
 /// thread, take its pieces at once and it ends long before the other.

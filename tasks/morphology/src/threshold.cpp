@@ -24,6 +24,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>  // AVX2, used only where the CPU has it (pack_u8_at_least)
+#endif
 
 #include "env_count.hpp"
 #include "parallel.hpp"
@@ -95,9 +98,32 @@ void pack_where(const T* v, std::int64_t n, Keep keep, std::uint8_t* out) {
   }
 }
 
-/// u8 values ≥ t (1 ≤ t ≤ 255): 16 at a time where SSE2 is there (max(v, t) == v, then the sign bits).
+#if defined(__x86_64__) && defined(__GNUC__)
+/// pack_u8_at_least 32 at a time, for CPUs with AVX2 (chosen at run time: the build targets any
+/// x86-64). A 64³ chunk's row piece is two steps. On the development machine 1024³ u8 in 64³
+/// chunks were read and packed at 8.1 GB/s with it, 7.3–7.8 GB/s with the SSE2 loop below (a
+/// probe, printed, not kept).
+__attribute__((target("avx2"))) std::int64_t pack_u8_at_least_avx2(const std::uint8_t* v, std::int64_t n, unsigned t,
+                                                                     std::uint8_t* out) {
+  const __m256i threshold = _mm256_set1_epi8(static_cast<char>(t));
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i));
+    const auto bits = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(x, threshold), x)));
+    std::memcpy(out + i / 8, &bits, sizeof bits);  // least significant bit first, as pack_where
+  }
+  return i;
+}
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+/// u8 values ≥ t (1 ≤ t ≤ 255): 32 at a time with AVX2, else 16 where SSE2 is there (max(v, t) ==
+/// v, then the sign bits).
 void pack_u8_at_least(const std::uint8_t* v, std::int64_t n, unsigned t, std::uint8_t* out) {
   std::int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveAvx2) i = pack_u8_at_least_avx2(v, n, t, out);
+#endif
 #if defined(__SSE2__)
   const __m128i threshold = _mm_set1_epi8(static_cast<char>(t));
   for (; i + 16 <= n; i += 16) {
@@ -402,19 +428,32 @@ void for_each_chunk_row(const ChunkFetch& fetch, DType type, const ChunkGrid& gr
                       std::to_string(first + planes) + ")");
   const std::size_t size = dtype_size(type);
   const auto chunk_bytes = static_cast<std::size_t>(grid.cz * grid.cy * grid.cx) * size;
-  ReadPool::get().run(grid.rows * grid.per_y * grid.per_x, [&](std::int64_t k) {
+  // A piece is a run of chunks side by side along x (chunk k = (row · per_y + iy) · per_x + ix), so
+  // that one thread writes the whole rows of its output, not every thread a few bytes of each
+  // output line (with a chunk a piece, neighbouring chunks on different threads shared every
+  // cache line of the bits: 1024³ u8 in 64³ chunks read and packed at 4.5 GB/s on the development
+  // machine's 2 cores, 7.3–7.8 GB/s by runs; its threads read the chunks alone at 16.5 GB/s; a
+  // probe, printed, not kept). The runs are cut so that there are at least 8 pieces per reading
+  // thread.
+  const std::int64_t bands = grid.rows * grid.per_y;
+  const std::int64_t wanted = 8 * std::int64_t{ReadPool::get().threads_started() + 1};
+  const std::int64_t splits = std::clamp<std::int64_t>((wanted + bands - 1) / bands, 1, grid.per_x);
+  const std::int64_t run = (grid.per_x + splits - 1) / splits, runs = (grid.per_x + run - 1) / run;
+  ReadPool::get().run(bands * runs, [&](std::int64_t piece) {
     thread_local std::vector<unsigned char> buffer;  // each thread's, kept between calls
     if (buffer.size() < chunk_bytes) buffer.resize(chunk_bytes);
-    const std::int64_t row = grid.first_row + k / (grid.per_y * grid.per_x);
-    const std::int64_t iy = k / grid.per_x % grid.per_y, ix = k % grid.per_x;
+    const std::int64_t band = piece / runs, row = grid.first_row + band / grid.per_y, iy = band % grid.per_y;
     const std::int64_t z0 = std::max(first, row * grid.cz), z1 = std::min(first + planes, (row + 1) * grid.cz);
     const std::int64_t y0 = iy * grid.cy, y1 = std::min(height, y0 + grid.cy);
-    const std::int64_t x0 = ix * grid.cx, n = std::min(width - x0, grid.cx);
     if (z0 >= z1) return;  // a chunk row the planes do not reach (none when the grid is theirs)
-    fetch(k, buffer.data());
-    for (std::int64_t z = z0; z < z1; ++z)
-      for (std::int64_t y = y0; y < y1; ++y)
-        segment(z, y, x0, n, buffer.data() + static_cast<std::size_t>(((z - row * grid.cz) * grid.cy + (y - y0)) * grid.cx) * size);
+    for (std::int64_t ix = piece % runs * run; ix < std::min(grid.per_x, (piece % runs + 1) * run); ++ix) {
+      const std::int64_t x0 = ix * grid.cx, n = std::min(width - x0, grid.cx);
+      fetch(band * grid.per_x + ix, buffer.data());
+      for (std::int64_t z = z0; z < z1; ++z)
+        for (std::int64_t y = y0; y < y1; ++y)
+          segment(z, y, x0, n,
+                  buffer.data() + static_cast<std::size_t>(((z - row * grid.cz) * grid.cy + (y - y0)) * grid.cx) * size);
+    }
   });
 }
 
@@ -428,9 +467,23 @@ void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const Chu
     throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
                       std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
   const std::int64_t row_bytes = height * width / 8;
+  const auto out = [&](std::int64_t z, std::int64_t y, std::int64_t x0) {
+    return bits + (z - first) * row_bytes + (y * width + x0) / 8;
+  };
+  // u8 with a threshold in 1..255 (pack_values' rule, decided once): each row piece of a chunk (64
+  // voxels of a 64³ chunk) goes straight to the vector loop instead of through pack_values' choice.
+  const double t = foreground ? *foreground : 1.0;
+  if (type == DType::u8 && !std::isnan(t) && t > 0 && t <= 255) {
+    const auto at_least = static_cast<unsigned>(std::ceil(t));
+    for_each_chunk_row(fetch, type, grid, first, planes, height, width,
+                       [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
+                         pack_u8_at_least(values, n, at_least, out(z, y, x0));
+                       });
+    return;
+  }
   for_each_chunk_row(fetch, type, grid, first, planes, height, width,
                      [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
-                       pack_values(values, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
+                       pack_values(values, type, n, foreground, out(z, y, x0));
                      });
 }
 

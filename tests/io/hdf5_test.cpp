@@ -33,6 +33,35 @@ Array pattern(DType dtype, Shape shape, int seed = 0) {
   return a;
 }
 
+/// Adds the 3-D u16 or f32 `volume` to `file` as dataset `name` through the library itself, in
+/// chunks of `chunk`, with the byte shuffle and gzip, or with the fletcher32 checksum alone.
+void add_filtered(const std::string& file, const char* name, const Array& volume, const hsize_t (&chunk)[3],
+                  bool checksum) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hsize_t dims[3] = {static_cast<hsize_t>(volume.shape()[0]), static_cast<hsize_t>(volume.shape()[1]),
+                           static_cast<hsize_t>(volume.shape()[2])};
+  const hid_t type = volume.dtype() == DType::u16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
+  const hid_t space = H5Screate_simple(3, dims, nullptr);
+  const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(plist, 3, chunk);
+  if (checksum) {
+    H5Pset_fletcher32(plist);
+  } else {
+    H5Pset_shuffle(plist);
+    H5Pset_deflate(plist, 6);
+  }
+  const hid_t d = H5Dcreate2(f, name, type, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+  EXPECT_GE(d, 0) << name;
+  if (d >= 0) {
+    EXPECT_GE(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, volume.raw()), 0) << name;
+    H5Dclose(d);
+  }
+  H5Pclose(plist);
+  H5Sclose(space);
+  H5Fclose(f);
+}
+
 void expect_same(const Array& a, const Array& b) {
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
@@ -229,23 +258,7 @@ TEST(Hdf5, RawChunksAreWhereTheLibrarySaysTheyAre) {
     writer.write("/gz", volume, {3, 3, 8}, true);
     writer.commit();
   }
-  {
-    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(f, 0);
-    const hsize_t dims[3] = {9, 10, 24}, chunk[3] = {4, 5, 8};
-    const hid_t space = H5Screate_simple(3, dims, nullptr);
-    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(plist, 3, chunk);
-    H5Pset_shuffle(plist);
-    H5Pset_deflate(plist, 4);
-    const hid_t d = H5Dcreate2(f, "/shuffled", H5T_NATIVE_UINT16, space, H5P_DEFAULT, plist, H5P_DEFAULT);
-    ASSERT_GE(d, 0);
-    ASSERT_GE(H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, volume.raw()), 0);
-    H5Dclose(d);
-    H5Pclose(plist);
-    H5Sclose(space);
-    H5Fclose(f);
-  }
+  add_filtered(file, "/shuffled", volume, {4, 5, 8}, false);
   for (const char* name : {"/plain", "/gz", "/shuffled"}) {
     const auto chunks = raw_chunks({file, name}, 0, 9);
     ASSERT_TRUE(chunks.has_value()) << name;
@@ -284,29 +297,8 @@ TEST(Hdf5, RawChunksInflateAndUnshuffle) {
     writer.write("/gz", volume, {3, 4, 8}, true);
     writer.commit();
   }
-  {  // shuffle + deflate and fletcher32 through the library itself
-    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(f, 0);
-    const hsize_t dims[3] = {7, 6, 16}, chunk[3] = {3, 4, 8};
-    for (const char* name : {"/shuffled", "/checked"}) {
-      const hid_t space = H5Screate_simple(3, dims, nullptr);
-      const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
-      H5Pset_chunk(plist, 3, chunk);
-      if (std::string(name) == "/shuffled") {
-        H5Pset_shuffle(plist);
-        H5Pset_deflate(plist, 6);
-      } else {
-        H5Pset_fletcher32(plist);
-      }
-      const hid_t d = H5Dcreate2(f, name, H5T_NATIVE_FLOAT, space, H5P_DEFAULT, plist, H5P_DEFAULT);
-      ASSERT_GE(d, 0);
-      ASSERT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, volume.raw()), 0);
-      H5Dclose(d);
-      H5Pclose(plist);
-      H5Sclose(space);
-    }
-    H5Fclose(f);
-  }
+  add_filtered(file, "/shuffled", volume, {3, 4, 8}, false);  // shuffle + deflate, through the library
+  add_filtered(file, "/checked", volume, {3, 4, 8}, true);    // fletcher32
   const RawFile raw(file);
   for (const char* name : {"/gz", "/shuffled"}) {
     const auto chunks = raw_chunks({file, name}, 0, 7);

@@ -246,9 +246,39 @@ TEST(Hdf5, ChunkIndexListsEachRowAsRawChunksDoes) {
   EXPECT_EQ(ChunkIndex::open({file, "/flat"}), nullptr);
 }
 
+/// Expects raw_chunks of every plane of `name` in `file` to hold the offsets, stored sizes and
+/// filter masks that H5Dget_chunk_info_by_coord gives, chunk by chunk; returns how many there were.
+std::size_t expect_chunks_where_the_library_says(const std::string& file, const std::string& name, std::int64_t planes) {
+  const auto chunks = raw_chunks({file, name}, 0, planes);
+  EXPECT_TRUE(chunks.has_value()) << name;
+  if (!chunks) return 0;
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  EXPECT_GE(d, 0) << name;
+  std::size_t k = 0;
+  for (std::int64_t r = 0; r < chunks->rows; ++r)
+    for (std::int64_t iy = 0; iy < chunks->per_y; ++iy)
+      for (std::int64_t ix = 0; ix < chunks->per_x && k < chunks->offsets.size(); ++ix, ++k) {
+        const hsize_t at[3] = {static_cast<hsize_t>(r * chunks->chunk[0]), static_cast<hsize_t>(iy * chunks->chunk[1]),
+                               static_cast<hsize_t>(ix * chunks->chunk[2])};
+        unsigned mask = 99;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t size = 0;
+        EXPECT_GE(H5Dget_chunk_info_by_coord(d, at, &mask, &address, &size), 0) << name << " chunk " << k;
+        EXPECT_EQ(chunks->offsets[k], static_cast<std::int64_t>(address)) << name << " chunk " << k;
+        EXPECT_EQ(chunks->sizes[k], static_cast<std::int64_t>(size)) << name << " chunk " << k;
+        EXPECT_EQ(chunks->filter_masks[k], mask) << name << " chunk " << k;
+      }
+  EXPECT_EQ(k, chunks->offsets.size()) << name;
+  H5Dclose(d);
+  H5Fclose(f);
+  return k;
+}
+
 // The chunks' places that raw_chunks lists (a lookup per chunk through a recording file driver on
-// HDF5 1.10, the library's listing elsewhere) are those H5Dget_chunk_info_by_coord gives: offsets,
-// stored sizes and filter masks, for plain, gzip and shuffled chunks, several chunk rows.
+// HDF5 1.10, the library's listing elsewhere) are those H5Dget_chunk_info_by_coord gives: plain,
+// gzip and shuffled chunks, several chunk rows; and in a file of the latest format, each kind of
+// chunk index (fixed array, extensible array, version 2 B-tree, a single chunk).
 TEST(Hdf5, RawChunksAreWhereTheLibrarySaysTheyAre) {
   const std::string file = scratch_file("chunk_places.h5");
   const Array volume = pattern(DType::u16, Shape(9, 10, 24), 5);
@@ -259,32 +289,36 @@ TEST(Hdf5, RawChunksAreWhereTheLibrarySaysTheyAre) {
     writer.commit();
   }
   add_filtered(file, "/shuffled", volume, {4, 5, 8}, false);
-  for (const char* name : {"/plain", "/gz", "/shuffled"}) {
-    const auto chunks = raw_chunks({file, name}, 0, 9);
-    ASSERT_TRUE(chunks.has_value()) << name;
-    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    const hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    ASSERT_GE(d, 0) << name;
-    std::size_t k = 0;
-    for (std::int64_t r = 0; r < chunks->rows; ++r)
-      for (std::int64_t iy = 0; iy < chunks->per_y; ++iy)
-        for (std::int64_t ix = 0; ix < chunks->per_x; ++ix, ++k) {
-          const hsize_t at[3] = {static_cast<hsize_t>(r * chunks->chunk[0]), static_cast<hsize_t>(iy * chunks->chunk[1]),
-                                 static_cast<hsize_t>(ix * chunks->chunk[2])};
-          unsigned mask = 99;
-          haddr_t address = HADDR_UNDEF;
-          hsize_t size = 0;
-          ASSERT_GE(H5Dget_chunk_info_by_coord(d, at, &mask, &address, &size), 0) << name << " chunk " << k;
-          ASSERT_LT(k, chunks->offsets.size());
-          EXPECT_EQ(chunks->offsets[k], static_cast<std::int64_t>(address)) << name << " chunk " << k;
-          EXPECT_EQ(chunks->sizes[k], static_cast<std::int64_t>(size)) << name << " chunk " << k;
-          EXPECT_EQ(chunks->filter_masks[k], mask) << name << " chunk " << k;
-        }
-    EXPECT_EQ(k, chunks->offsets.size()) << name;
-    EXPECT_GT(k, 8u) << name;
-    H5Dclose(d);
+  for (const char* name : {"/plain", "/gz", "/shuffled"}) EXPECT_GT(expect_chunks_where_the_library_says(file, name, 9), 8u);
+
+  const std::string latest = scratch_file("chunk_indexes.h5");
+  {
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    const hid_t f = H5Fcreate(latest.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    ASSERT_GE(f, 0);
+    const hsize_t dims[3] = {9, 10, 24}, unlimited = H5S_UNLIMITED;
+    struct Kind {
+      const char* name;
+      hsize_t max[3], chunk[3];
+    };
+    for (const Kind& kind : {Kind{"/fixed", {9, 10, 24}, {2, 4, 8}}, Kind{"/extensible", {unlimited, 10, 24}, {2, 4, 8}},
+                             Kind{"/btree2", {unlimited, unlimited, 24}, {2, 4, 8}}, Kind{"/single", {9, 10, 24}, {9, 10, 24}}}) {
+      const hid_t space = H5Screate_simple(3, dims, kind.max);
+      const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(plist, 3, kind.chunk);
+      const hid_t d = H5Dcreate2(f, kind.name, H5T_NATIVE_UINT16, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+      EXPECT_GE(d, 0) << kind.name;
+      EXPECT_GE(H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, volume.raw()), 0) << kind.name;
+      H5Dclose(d);
+      H5Pclose(plist);
+      H5Sclose(space);
+    }
     H5Fclose(f);
+    H5Pclose(fapl);
   }
+  for (const char* name : {"/fixed", "/extensible", "/btree2"}) EXPECT_GT(expect_chunks_where_the_library_says(latest, name, 9), 8u);
+  EXPECT_EQ(expect_chunks_where_the_library_says(latest, "/single", 9), 1u);
 }
 
 // Chunks compressed with gzip, alone or after the byte shuffle, read back by RawFile: every chunk

@@ -496,6 +496,15 @@ TEST(Hdf5, UnsupportedTypesAndMissingThings) {
   EXPECT_THROW_WITH((void)dataset_info({scratch_file("text.h5"), "/x"}), weft::IoError, "not an HDF5 file");
   EXPECT_THROW_WITH((void)read_slab({file, "/u64"}, 0, 1), weft::ConfigError, "u64");
   EXPECT_THROW_WITH(H5Writer(scratch_file("nodir/x.h5")), weft::IoError, "nodir/x.h5");
+  // A file cut short: the library's own reason after the file's name.
+  const std::string cut = scratch_file("cut.h5");
+  {
+    H5Writer writer(cut);
+    writer.write("/v", pattern(DType::u8, Shape(64, 64, 64)), {16, 16, 16});
+    writer.commit();
+  }
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+  EXPECT_THROW_WITH((void)dataset_info({cut, "/v"}), weft::IoError, "H5Fopen failed for " + cut + ": truncated file");
 }
 
 TEST(Hdf5, UncommittedWriterLeavesNothing) {

@@ -41,8 +41,22 @@ H5Handle& H5Handle::operator=(H5Handle&& other) noexcept {
   return *this;
 }
 
+namespace {
+
+/// Keeps the description of each error met walking the stack downwards: the last is the innermost,
+/// the library's own account of what went wrong (e.g. "truncated file: eof = ...").
+herr_t keep_innermost(unsigned /*n*/, const H5E_error2_t* error, void* innermost) {
+  if (error->desc && *error->desc) *static_cast<std::string*>(innermost) = error->desc;
+  return 0;
+}
+
+}  // namespace
+
 void h5_fail(const char* what, const std::string& where) {
-  throw IoError(std::string("HDF5 ") + what + " failed for " + where);
+  std::string why;  // the thread's error stack holds the failed call's errors (printing is off)
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, &why);
+  H5Eclear2(H5E_DEFAULT);
+  throw IoError(std::string("HDF5 ") + what + " failed for " + where + (why.empty() ? "" : ": " + why));
 }
 
 hid_t memory_type(DType dtype) {

@@ -92,14 +92,14 @@ struct ChunkGrid {
 };
 
 /// Foreground bits of planes [first, first + planes) of a volume of Y × X planes stored in the
-/// chunks of `grid` (those chunk rows must hold the planes), one chunk fetched and packed per piece
-/// on every core, into `bits`. Each chunk's rows must start on a byte of bits: X and cx multiples of
+/// chunks of `grid` (those chunk rows must hold the planes), fetched and packed on every core by
+/// pieces of a run of chunks side by side along x, into `bits`. Each chunk's rows must start on a byte of bits: X and cx multiples of
 /// 8 (whether that holds: chunked_bits_fit); throws ConfigError otherwise.
 void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
                                   std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
                                   std::uint8_t* bits);
 /// The values themselves: planes [first, first + planes) of the chunks of `grid` (any chunk width)
-/// copied into `to` (planes · Y · X values of `type`, C order), one chunk per piece on every core.
+/// copied into `to` (planes · Y · X values of `type`, C order), by the same pieces on every core.
 void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
                          std::int64_t planes, std::int64_t height, std::int64_t width, void* to);
 /// The values of `planes` planes of Y × X values fetched by pieces on every core straight into

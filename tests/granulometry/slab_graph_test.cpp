@@ -284,7 +284,9 @@ TEST(HostSegment, TheRanksOfAHostSeeOneSegment) {
   std::memcpy(bytes + mine, &value, sizeof value);
   EXPECT_FALSE(segment.reserve(segment.bytes() - page, 2 * page));
   EXPECT_TRUE(segment.room(page));
-  if (segment.host_ranks() > 1) EXPECT_FALSE(segment.room(std::size_t{1} << 60));
+  if (segment.host_ranks() > 1) {
+    EXPECT_FALSE(segment.room(std::size_t{1} << 60));
+  }
   if (env->distributed()) MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < segment.host_ranks(); ++i) {
     segment.map(page * static_cast<std::size_t>(i), page, false);

@@ -225,16 +225,16 @@ std::optional<RawChunks> ChunkIndex::planes(std::int64_t z0, std::int64_t nz) {
   out.rows = (z0 + nz - 1) / out.chunk[0] - out.first_row + 1;
   const std::int64_t per_row = out.per_y * out.per_x;
   const std::lock_guard guard(mutex_);
-  std::optional<detail::H5Lock> lock;  // taken once a row is asked for; released after `open` closes
-  std::optional<OpenDataset> open;
+  std::optional<detail::H5Lock> lock;  // taken once a row is asked for; released after the files close
+  std::optional<OpenDataset> open;     // the library's listing, only where `places` cannot be had
   std::unique_ptr<detail::ChunkPlaces> places;  // a lookup per chunk where this HDF5 allows (1.10)
   for (std::int64_t r = out.first_row; r < out.first_row + out.rows; ++r) {
     Row& row = rows_[static_cast<std::size_t>(r)];
     if (!row.asked) {
-      if (!open) {
+      if (!lock) {
         lock.emplace();
-        open.emplace(open_dataset(ref_));
         places = detail::ChunkPlaces::open(ref_);
+        if (!places) open.emplace(open_dataset(ref_));
       }
       row.asked = true;
       row.usable = true;

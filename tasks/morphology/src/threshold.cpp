@@ -101,8 +101,8 @@ void pack_where(const T* v, std::int64_t n, Keep keep, std::uint8_t* out) {
 #if defined(__x86_64__) && defined(__GNUC__)
 /// pack_u8_at_least 32 at a time, for CPUs with AVX2 (chosen at run time: the build targets any
 /// x86-64). A 64³ chunk's row piece is two steps. On the development machine 1024³ u8 in 64³
-/// chunks were read and packed at 8.1 GB/s with it, 7.3–7.8 GB/s with the SSE2 loop below (a
-/// probe, printed, not kept).
+/// chunks were read and packed at 7.4–7.6 GB/s with it, 7.1 GB/s with the SSE2 loop below (one
+/// thread; a probe, printed, not kept).
 __attribute__((target("avx2"))) std::int64_t pack_u8_at_least_avx2(const std::uint8_t* v, std::int64_t n, unsigned t,
                                                                      std::uint8_t* out) {
   const __m256i threshold = _mm256_set1_epi8(static_cast<char>(t));
@@ -432,9 +432,8 @@ void for_each_chunk_row(const ChunkFetch& fetch, DType type, const ChunkGrid& gr
   // that one thread writes the whole rows of its output, not every thread a few bytes of each
   // output line (with a chunk a piece, neighbouring chunks on different threads shared every
   // cache line of the bits: 1024³ u8 in 64³ chunks read and packed at 4.5 GB/s on the development
-  // machine's 2 cores, 7.3–7.8 GB/s by runs; its threads read the chunks alone at 16.5 GB/s; a
-  // probe, printed, not kept). The runs are cut so that there are at least 8 pieces per reading
-  // thread.
+  // machine's 2 cores, 7.1 GB/s by runs; its threads read the chunks alone at 16.5 GB/s; a probe,
+  // printed, not kept). The runs are cut so that there are at least 8 pieces per reading thread.
   const std::int64_t bands = grid.rows * grid.per_y;
   const std::int64_t wanted = 8 * std::int64_t{ReadPool::get().threads_started() + 1};
   const std::int64_t splits = std::clamp<std::int64_t>((wanted + bands - 1) / bands, 1, grid.per_x);
@@ -467,23 +466,9 @@ void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const Chu
     throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
                       std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
   const std::int64_t row_bytes = height * width / 8;
-  const auto out = [&](std::int64_t z, std::int64_t y, std::int64_t x0) {
-    return bits + (z - first) * row_bytes + (y * width + x0) / 8;
-  };
-  // u8 with a threshold in 1..255 (pack_values' rule, decided once): each row piece of a chunk (64
-  // voxels of a 64³ chunk) goes straight to the vector loop instead of through pack_values' choice.
-  const double t = foreground ? *foreground : 1.0;
-  if (type == DType::u8 && !std::isnan(t) && t > 0 && t <= 255) {
-    const auto at_least = static_cast<unsigned>(std::ceil(t));
-    for_each_chunk_row(fetch, type, grid, first, planes, height, width,
-                       [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
-                         pack_u8_at_least(values, n, at_least, out(z, y, x0));
-                       });
-    return;
-  }
   for_each_chunk_row(fetch, type, grid, first, planes, height, width,
                      [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
-                       pack_values(values, type, n, foreground, out(z, y, x0));
+                       pack_values(values, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
                      });
 }
 

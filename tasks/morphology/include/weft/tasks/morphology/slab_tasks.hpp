@@ -116,8 +116,8 @@ class HaloShare {
 /// pieces sent on while their slab waits for its turn (84e05ed) and the pages given off the
 /// critical path (6feaa5a) it was as fast or 3-12 ms faster on four hosts (granulometry.json), 2-6
 /// ms slower on a fifth (4xH200 at 6feaa5a, printed, its rows lost; docs/status.md): no gain to
-/// make it the default. The handover by MPI
-/// messages before it (8d2321e) was slower than reading again.
+/// make it the default. The handover by MPI messages before it (8d2321e) was slower than reading
+/// again.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)

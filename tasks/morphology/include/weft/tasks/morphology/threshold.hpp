@@ -93,8 +93,9 @@ struct ChunkGrid {
 
 /// Foreground bits of planes [first, first + planes) of a volume of Y × X planes stored in the
 /// chunks of `grid` (those chunk rows must hold the planes), fetched and packed on every core by
-/// pieces of a run of chunks side by side along x, into `bits`. Each chunk's rows must start on a byte of bits: X and cx multiples of
-/// 8 (whether that holds: chunked_bits_fit); throws ConfigError otherwise.
+/// pieces of a run of chunks side by side along x, into `bits`. Each chunk's rows must start on a
+/// byte of bits: X and cx multiples of 8 (whether that holds: chunked_bits_fit); throws
+/// ConfigError otherwise.
 void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
                                   std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
                                   std::uint8_t* bits);

@@ -8,6 +8,7 @@
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/output.hpp"
 
 namespace {
 
@@ -21,6 +22,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  weft::remove_stages_on_signals();  // before any thread starts: SIGINT/SIGTERM leave no partial output
   int code = 0;
   std::unique_ptr<weft::Environment> env;
   try {
@@ -42,20 +44,21 @@ int main(int argc, char** argv) {
     }
     if (env->rank() == 0) std::fprintf(stderr, "weft: unknown command '%s' (weft --help lists them)\n", name.c_str());
     return 2;
-  } catch (const weft::ConfigError& e) {
-    std::fprintf(stderr, "weft: error: %s\n", e.what());
-    code = 2;
   } catch (const weft::RemoteError& e) {
     std::fprintf(stderr, "weft: stopped: %s\n", e.what());
-    code = 2;
+    code = e.exit_code();
   } catch (const weft::Error& e) {
-    std::fprintf(stderr, "weft: error: %s\n", e.describe().c_str());
+    std::fprintf(stderr, "weft: error: %s\n", e.user_message().c_str());
+    code = e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "weft: error: out of host memory\n");
     code = 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft: error: %s\n", e.what());
     code = 1;
   }
-  // After an error under mpirun, end every rank now rather than risk a hang in MPI_Finalize.
-  if (env && env->distributed() && env->size() > 1) env->abort_all(code);
+  // Under mpirun every rank that met the error ends together; a rank alone with its error ends
+  // every rank rather than leave them waiting.
+  if (env) env->exit_after_error(code);
   return code;
 }

@@ -3,11 +3,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <typeinfo>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "weft/util/error.hpp"
+#include "weft/util/log.hpp"
 
 namespace weft::cli {
 
@@ -50,7 +56,10 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
        "let the tasks matching this glob move between places while running (repeatable; default '*' when "
        "--ctl, --drain or --balance is given)")
       ("drain", po::value(&c.drain)->composing(), "move every migratable task off this place at the start, e.g. rank:1/gpu:0 (repeatable)")
-      ("ctl", po::value(&c.ctl), "control file rank 0 follows for `weft ctl` commands (default: $WEFT_CTL)")
+      ("ctl", po::value(&c.ctl),
+       "control file rank 0 follows for `weft ctl` commands: a NAME (kept in the user's private folder, "
+       "$XDG_RUNTIME_DIR/weft or /tmp/weft-UID) or a PATH with '/'; created by the job, removed at its end "
+       "(default: $WEFT_CTL)")
       ("balance", po::value(&c.balance)->default_value(c.balance),
        "load balancer over the migratable tasks: off, greedy (one move per period) or refine (several)")
       ("balance-period", po::value(&c.balance_period)->default_value(c.balance_period, "1"), "seconds between balancer decisions")
@@ -59,26 +68,86 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
   desc.add(common);
 }
 
+namespace {
+
+/// Whether an option's stored value is an unsigned integer (Boost reads "-5" into one as 2^64 - 5).
+bool holds_unsigned(const boost::any& v) {
+  const std::type_info& t = v.type();
+  return t == typeid(unsigned) || t == typeid(unsigned long) || t == typeid(unsigned long long) ||
+         t == typeid(unsigned short);
+}
+
+/// The value a double option holds, if it holds one.
+std::optional<double> held_double(const boost::any& v) {
+  if (v.type() == typeid(double)) return boost::any_cast<double>(v);
+  if (v.type() == typeid(float)) return boost::any_cast<float>(v);
+  return std::nullopt;
+}
+
+/// Checks what Boost accepts but no option means: negative counts wrapped into unsigned ones,
+/// and NaN or infinite reals. Every option of every subcommand passes here.
+void check_values(const po::parsed_options& parsed, const po::variables_map& vm, const std::string& where) {
+  for (const auto& option : parsed.options) {
+    if (option.string_key.empty() || option.value.empty() || !vm.count(option.string_key)) continue;
+    const boost::any& value = vm[option.string_key].value();
+    const std::string& text = option.value.front();
+    if (holds_unsigned(value) && text.find('-') != std::string::npos)
+      throw ConfigError(where + "--" + option.string_key + ": expected a count >= 0, got '" + text + "'");
+    if (const auto real = held_double(value); real && !std::isfinite(*real))
+      throw ConfigError(where + "--" + option.string_key + ": expected a finite number, got '" + text + "'");
+  }
+}
+
+/// A config file must be a readable regular file (an ifstream opens a folder without complaint).
+std::ifstream open_config(const std::string& file) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status)) throw ConfigError("--config: no such file '" + file + "'");
+  if (!std::filesystem::is_regular_file(status)) throw ConfigError("--config: '" + file + "' is not a regular file");
+  std::ifstream in(file);
+  if (!in) throw ConfigError("--config: cannot open '" + file + "'");
+  return in;
+}
+
+}  // namespace
+
 bool parse(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
            const std::string& usage, const po::positional_options_description* positional) {
   try {
     auto parser = po::command_line_parser(argc, argv).options(desc);
     if (positional) parser.positional(*positional);
-    po::store(parser.run(), vm);
+    const po::parsed_options parsed = parser.run();
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << usage << "\n\n" << desc << "\n";
       return false;
     }
+    check_values(parsed, vm, "");
     if (vm.count("config")) {
-      std::string file = vm["config"].as<std::string>();
-      std::ifstream in(file);
-      if (!in) throw ConfigError("--config: cannot open '" + file + "'");
-      po::store(po::parse_config_file(in, desc), vm);
+      const std::string file = vm["config"].as<std::string>();
+      std::ifstream in = open_config(file);
+      try {
+        const po::parsed_options from_file = po::parse_config_file(in, desc);
+        po::store(from_file, vm);
+        check_values(from_file, vm, "--config " + file + ": ");
+      } catch (const po::error& e) {
+        throw ConfigError("--config " + file + ": " + e.what());
+      }
     }
     po::notify(vm);
   } catch (const po::error& e) {
     throw ConfigError(std::string(argv[0]) + ": " + e.what());
   }
+  // --log-level given on the command line or in --config overrides WEFT_LOG_LEVEL.
+  const auto apply_level = [](const std::string& level, const std::string& source) {
+    try {
+      set_log_level(level);
+    } catch (const ConfigError& e) {
+      throw ConfigError(source + ": " + e.what());
+    }
+  };
+  if (const char* env = std::getenv("WEFT_LOG_LEVEL"); env && *env) apply_level(env, "WEFT_LOG_LEVEL");
+  if (vm.count("log-level") && !vm["log-level"].defaulted()) apply_level(vm["log-level"].as<std::string>(), "--log-level");
   return true;
 }
 

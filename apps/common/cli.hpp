@@ -53,7 +53,7 @@ struct CommonOptions {
   bool progress = true;           ///< progress bar on a terminal
   std::vector<std::string> migratable;  ///< task-name globs that may migrate (--migratable)
   std::vector<std::string> drain;       ///< places evacuated at the start (--drain)
-  std::string ctl;                ///< control file rank 0 follows (--ctl, default $WEFT_CTL)
+  std::string ctl;                ///< control file rank 0 follows (--ctl NAME|PATH, default $WEFT_CTL)
   std::string balance = "off";    ///< off | greedy | refine
   double balance_period = 1.0;    ///< seconds
   double balance_threshold = 0.1;
@@ -66,6 +66,11 @@ void add_common_options(po::options_description& desc, CommonOptions& common);
 [[nodiscard]] bool parse(int argc, char** argv, const po::options_description& desc,
                          po::variables_map& vm, const std::string& usage,
                          const po::positional_options_description* positional = nullptr);
+
+/// Checks the common options before any work (every rank calls it): their values, the places
+/// --drain names, the --mapping file; on rank 0 that --trace and --write-mapping can be written and
+/// the control file (--ctl or $WEFT_CTL) can be created. Throws ConfigError naming the option.
+void check_common(const CommonOptions& common);
 
 /// Maps the graph (Graph::place > --mapping FILE > the application's `defaults` > automatic
 /// mapper over --devices), runs it with --overlap and the migration options, writes --trace and

@@ -1,26 +1,89 @@
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "common/cli.hpp"
+#include "weft/exec/control.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::cli {
 
-weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity,
-                         const std::vector<const weft::Mapper*>& defaults, bool preliminary) {
-  const Environment* env = Environment::current();
-  Cluster local;
-  if (!env) local.ranks.push_back(local_devices(0));
-  const Cluster& cluster = env ? env->cluster() : local;
-  int rank = env ? env->rank() : 0;
+namespace {
 
+/// The cluster the program runs on (one rank without a launcher).
+const Cluster& job_cluster() {
+  static const Cluster local{{local_devices(0)}};
+  const Environment* env = Environment::current();
+  return env ? env->cluster() : local;
+}
+
+int job_rank() {
+  const Environment* env = Environment::current();
+  return env ? env->rank() : 0;
+}
+
+/// A place named by an option must exist in the job: its rank, and its GPU on that rank.
+Place existing_place(const std::string& text, const std::string& option, const Cluster& cluster) {
+  Place p;
+  try {
+    p = Place::parse(text);
+  } catch (const ConfigError& e) {
+    throw ConfigError(option + ": " + e.what());
+  }
+  if (p.rank < 0 || p.rank >= cluster.size())
+    throw ConfigError(option + " " + text + ": the job has " + std::to_string(cluster.size()) + " rank(s)");
+  const auto& gpus = cluster.ranks[static_cast<std::size_t>(p.rank)].gpus;
+  if (p.is_gpu() && (p.device < 0 || p.device >= static_cast<int>(gpus.size())))
+    throw ConfigError(option + " " + text + ": rank " + std::to_string(p.rank) + " has " +
+                      std::to_string(gpus.size()) + " GPU(s)");
+  return p;
+}
+
+std::string control_file_name(const CommonOptions& common) {
+  if (!common.ctl.empty()) return common.ctl;
+  if (const char* env_ctl = std::getenv("WEFT_CTL"); env_ctl && *env_ctl) return env_ctl;
+  return {};
+}
+
+}  // namespace
+
+void check_common(const CommonOptions& common) {
+  const Cluster& cluster = job_cluster();
+  (void)parse_device_choice(common.devices);
   if (common.overlap != "on" && common.overlap != "off")
     throw ConfigError("--overlap: expected on or off, got '" + common.overlap + "'");
+  if (common.balance != "off" && common.balance != "greedy" && common.balance != "refine")
+    throw ConfigError("--balance: expected off, greedy or refine, got '" + common.balance + "'");
+  if (!(common.balance_period > 0))
+    throw ConfigError("--balance-period: must be positive, got " + std::to_string(common.balance_period));
+  if (!(common.balance_threshold >= 0))
+    throw ConfigError("--balance-threshold: must be 0 or more, got " + std::to_string(common.balance_threshold));
+  for (const auto& d : common.drain) (void)existing_place(d, "--drain", cluster);
+  if (!common.mapping.empty()) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(common.mapping, ec);
+    if (!std::filesystem::exists(status)) throw ConfigError("--mapping: no such file '" + common.mapping + "'");
+    if (!std::filesystem::is_regular_file(status))
+      throw ConfigError("--mapping: '" + common.mapping + "' is not a regular file");
+  }
+  if (job_rank() == 0) {  // rank 0 writes these and follows the control file
+    if (!common.trace.empty()) check_output(common.trace, OutputKind::file, "--trace");
+    if (!common.write_mapping.empty()) check_output(common.write_mapping, OutputKind::file, "--write-mapping");
+    if (const std::string ctl = control_file_name(common); !ctl.empty()) claim_control_file(ctl);
+  }
+}
+
+weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity,
+                         const std::vector<const weft::Mapper*>& defaults, bool preliminary) {
+  const Cluster& cluster = job_cluster();
+  const int rank = job_rank();
+  check_common(common);
   ApiMapper api;
   std::unique_ptr<FileMapper> file;
   AutoMapper automatic(parse_device_choice(common.devices));
@@ -40,20 +103,8 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
   options.overlap = common.overlap == "on";
   options.trace_file = common.trace;
   options.migratable = common.migratable;
-  for (const auto& d : common.drain) {
-    try {
-      options.drain.push_back(Place::parse(d));
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("--drain: ") + e.what());
-    }
-  }
-  options.control_file = common.ctl;
-  if (options.control_file.empty())
-    if (const char* env_ctl = std::getenv("WEFT_CTL"); env_ctl && *env_ctl) options.control_file = env_ctl;
-  if (common.balance != "off" && common.balance != "greedy" && common.balance != "refine")
-    throw ConfigError("--balance: expected off, greedy or refine, got '" + common.balance + "'");
-  if (common.balance_period <= 0)
-    throw ConfigError("--balance-period: must be positive, got " + std::to_string(common.balance_period));
+  for (const auto& d : common.drain) options.drain.push_back(existing_place(d, "--drain", cluster));
+  options.control_file = control_file_name(common);
   options.balance = common.balance;
   options.balance_period = common.balance_period;
   options.balance_threshold = common.balance_threshold;
@@ -63,13 +114,13 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
   RunHandle run = executor.run(graph, mapping);
   run.wait();
   if (!common.write_mapping.empty() && rank == 0) {  // where the tasks ended, after migrations
-    std::string tmp = common.write_mapping + ".tmp";
+    OutputStage stage(common.write_mapping, OutputKind::file, "--write-mapping");
     {
-      std::ofstream out(tmp);
-      if (!out) throw IoError("--write-mapping: cannot write '" + common.write_mapping + "'");
+      std::ofstream out(stage.path());
       out << run.effective_mapping().to_yaml(cluster.size());
+      if (!out.flush()) throw IoError("--write-mapping " + common.write_mapping + ": cannot write the mapping");
     }
-    std::rename(tmp.c_str(), common.write_mapping.c_str());
+    stage.commit();
   }
   return run.stats();
 }

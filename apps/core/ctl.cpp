@@ -2,9 +2,9 @@
 // (--ctl FILE or $WEFT_CTL, on both sides).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "common/cli.hpp"
+#include "weft/exec/control.hpp"
 #include "weft/mapping/place.hpp"
 #include "weft/util/error.hpp"
 
@@ -18,20 +18,23 @@ int ctl_main(int argc, char** argv) {
       ("action", po::value(&action), "migrate, drain or undrain")
       ("target", po::value(&target), "the task (migrate) or the place (drain, undrain)")
       ("to", po::value(&to), "migrate: the place to move the task to, e.g. rank:1/gpu:0")
-      ("ctl", po::value(&file), "the job's control file (default: $WEFT_CTL)");
+      ("ctl", po::value(&file), "the job's control file: a NAME in the private folder, or a PATH with '/' (default: $WEFT_CTL)");
   po::positional_options_description pos;
   pos.add("action", 1).add("target", 1);
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm,
              "usage: weft ctl migrate TASK --to PLACE [--ctl FILE]\n"
              "       weft ctl drain PLACE | weft ctl undrain PLACE [--ctl FILE]\n"
-             "Sends a command to a running job started with --ctl FILE (or WEFT_CTL=FILE); its rank 0 applies it.",
+             "Sends a command to a running job started with --ctl NAME|PATH (or WEFT_CTL); its rank 0 applies it.\n"
+             "Only a control file the job created, of this user, that nobody else may write, is used.",
              &pos))
     return 0;
   if (file.empty())
     if (const char* env = std::getenv("WEFT_CTL"); env && *env) file = env;
   if (file.empty()) throw ConfigError("weft ctl: no control file (give --ctl FILE or set WEFT_CTL)");
   if (target.empty()) throw ConfigError("weft ctl " + action + ": missing " + (action == "migrate" ? "TASK" : "PLACE"));
+  if (target.find_first_of(" \t") != std::string::npos)
+    throw ConfigError("weft ctl " + action + ": '" + escaped(target) + "' holds white space");
   std::string line;
   if (action == "migrate") {
     if (to.empty()) throw ConfigError("weft ctl migrate: missing --to PLACE");
@@ -43,12 +46,8 @@ int ctl_main(int argc, char** argv) {
   } else {
     throw ConfigError("weft ctl: unknown action '" + action + "' (expected migrate, drain or undrain)");
   }
-  std::ofstream out(file, std::ios::app);
-  if (!out) throw IoError("weft ctl: cannot write the control file '" + file + "'");
-  out << line << "\n";
-  out.flush();
-  if (!out) throw IoError("weft ctl: cannot write the control file '" + file + "'");
-  std::printf("%s: %s\n", file.c_str(), line.c_str());
+  send_control_command(file, line);
+  std::printf("%s: %s\n", control_file_path(file).c_str(), line.c_str());
   return 0;
 }
 

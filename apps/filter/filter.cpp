@@ -1,9 +1,11 @@
 // weft filter median|convolve|gaussian: one image or volume through a filter task on the CPU or a GPU.
 // Graph: input source → MedianFilter | Convolve | GaussianBlur → output sink (temporary name, rename).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "common/cli.hpp"
+#include "common/job_check.hpp"
 #include "filter_io.hpp"
 #include "weft/tasks/filters/tasks.hpp"
 #include "weft/util/error.hpp"
@@ -91,12 +93,17 @@ int filter_main(int argc, char** argv) {
              "u8/u16/f16/f32, fp32 accumulation. 3D arrays are filtered slice by slice except by the median.",
              &positional))
     return 0;
-  if (o.kind != "median" && o.kind != "convolve" && o.kind != "gaussian")
-    throw ConfigError("filter kind: expected median | convolve | gaussian, got '" + o.kind + "'");
-  (void)filters::parse_border(o.border, "--border");
-  if (o.output.empty()) throw ConfigError("--output: missing (a .png/.pgm image or FILE.h5:/dataset)");
+  check_job(argc, argv, common, [&] {
+    if (o.kind != "median" && o.kind != "convolve" && o.kind != "gaussian")
+      throw ConfigError("filter kind: expected median | convolve | gaussian, got '" + o.kind + "'");
+    (void)filters::parse_border(o.border, "--border");
+    if (!std::isfinite(o.sigma) || o.sigma < 0) throw ConfigError("--sigma: expected a number >= 0");
+    if (o.output.empty()) throw ConfigError("--output: missing (a .png/.pgm image or FILE.h5:/dataset)");
+    const filter_app::InputInfo info = filter_app::check_input(o.input);
+    filter_app::check_output(o.output, info.dtype);
+    return JobFields{{"--input " + o.input, std::string(dtype_name(info.dtype)) + ", " + file_fingerprint(info.file)}};
+  });
   Array input = filter_app::read_input(o.input);
-  filter_app::check_output(o.output, input.dtype());
   const std::string shape = input.shape().str();
   Graph graph = filter_graph(o, std::move(input));
   const RunStats stats = run_graph(graph, common);

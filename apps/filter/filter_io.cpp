@@ -7,7 +7,9 @@
 
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/io/image.hpp"
+#include "common/job_check.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::filter_app {
 namespace {
@@ -34,19 +36,37 @@ Kind kind_of(const std::string& text, const std::string& option) {
 
 }  // namespace
 
-Array read_input(const std::string& input) {
+InputInfo check_input(const std::string& input) {
   if (input.empty()) throw ConfigError("--input: missing (a .png/.pgm image or FILE.h5:/dataset)");
   const Kind kind = kind_of(input, "--input");
+  InputInfo out;
   if (kind == Kind::hdf5) {
     const io::DatasetRef ref = io::parse_dataset_ref(input);
-    if (!std::filesystem::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' not found");
-    const io::DatasetInfo info = io::dataset_info(ref);
+    if (!std::filesystem::is_regular_file(ref.file)) throw ConfigError("--input: file '" + ref.file + "' not found");
+    const io::DatasetInfo info = io::checked_dataset_info(ref, "--input " + input);
     if (info.shape.size() != 2 && info.shape.size() != 3)
       throw ConfigError("--input: dataset '" + ref.str() + "' has rank " + std::to_string(info.shape.size()) +
                         "; expected 2 or 3");
-    return io::read_dataset(ref);
+    out.dtype = info.dtype;
+    out.shape = info.shape;
+    out.file = ref.file;
+  } else {
+    if (!std::filesystem::is_regular_file(input)) throw ConfigError("--input: file '" + input + "' not found");
+    const io::ImageInfo info = io::image_info(input);
+    out.dtype = info.sixteen_bit ? DType::u16 : DType::u8;
+    out.shape = {info.height, info.width};
+    out.file = input;
   }
-  if (!std::filesystem::exists(input)) throw ConfigError("--input: file '" + input + "' not found");
+  double bytes = static_cast<double>(dtype_size(out.dtype));
+  for (std::int64_t d : out.shape) bytes *= static_cast<double>(d);
+  // The input, the output and the filter's working copies (f32 for the convolutions): 3 arrays of floats.
+  cli::check_host_memory(bytes + 3.0 * bytes / static_cast<double>(dtype_size(out.dtype)) * 4.0, "--input " + input);
+  return out;
+}
+
+Array read_input(const std::string& input) {
+  const Kind kind = kind_of(input, "--input");
+  if (kind == Kind::hdf5) return io::read_dataset(io::parse_dataset_ref(input));
   return io::read_image(input);
 }
 
@@ -56,7 +76,8 @@ void check_output(const std::string& output, DType dtype) {
   if (kind != Kind::hdf5 && dtype != DType::u8 && dtype != DType::u16)
     throw ConfigError("--output: '" + output + "' is an image, which holds u8 or u16, but the input is " +
                       std::string(dtype_name(dtype)) + "; write FILE.h5:/dataset instead");
-  if (kind == Kind::hdf5) (void)io::parse_dataset_ref(output);
+  const std::string file = kind == Kind::hdf5 ? io::parse_dataset_ref(output).file : output;
+  weft::check_output(file, OutputKind::file, "--output");
 }
 
 void write_output(const std::string& output, const Array& host_array) {

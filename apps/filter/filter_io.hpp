@@ -1,6 +1,7 @@
 #pragma once
 // Where `weft filter` reads and writes: PNG/PGM images or HDF5 datasets (FILE.h5:/path), chosen by
 // extension; and the kernel file of `weft filter convolve`.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,9 +10,18 @@
 
 namespace weft::filter_app {
 
-/// Reads --input (ConfigError naming --input and the file when missing or of an unknown kind).
+/// What --input holds, from its header (checked against the file; the memory the filter needs
+/// checked against the machine). ConfigError naming --input and the file when missing, of an
+/// unknown kind or inconsistent.
+struct InputInfo {
+  DType dtype = DType::u8;
+  std::vector<std::int64_t> shape;
+  std::string file;
+};
+[[nodiscard]] InputInfo check_input(const std::string& input);
+/// Reads --input (after check_input).
 [[nodiscard]] Array read_input(const std::string& input);
-/// Checks that --output has a known kind and can hold `dtype` (images: u8 or u16).
+/// Checks that --output has a known kind, can hold `dtype` (images: u8 or u16) and can be written.
 void check_output(const std::string& output, DType dtype);
 /// Writes through a temporary name renamed into place (the io library's writers).
 void write_output(const std::string& output, const Array& host_array);

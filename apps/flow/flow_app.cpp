@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
+#include "common/job_check.hpp"
 #include "flow_graph.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -94,9 +95,12 @@ int flow_main(int argc, char** argv) {
   set_if(vm, "theta", p.theta);
   set_if(vm, "alpha", p.alpha);
   set_if(vm, "rho", p.rho);
-  flow::validate(p);
-  flow::app::check(in, out);
-  if (farm < 0) throw ConfigError("weft flow: --farm: expected N >= 0, got " + std::to_string(farm));
+  check_job(argc, argv, common, [&] {
+    flow::validate(p);
+    if (farm < 0) throw ConfigError("weft flow: --farm: expected N >= 0, got " + std::to_string(farm));
+    if (strips < 0) throw ConfigError("weft flow: --strips: expected N >= 0, got " + std::to_string(strips));
+    return flow::app::check(in, out);
+  });
   const Environment* env = Environment::current();
   const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};
   if (split) {

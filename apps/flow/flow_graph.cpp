@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/cli.hpp"
+#include "common/job_check.hpp"
 #include "weft/tasks/flow/colour.hpp"
 #include "weft/tasks/flow/flow.hpp"
 #include "weft/tasks/flow/split.hpp"
@@ -14,6 +15,7 @@
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/io/image.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::flow::app {
 
@@ -74,12 +76,17 @@ class FlowSink : public Task {
     const Array h = f.memory().is_host() ? f : f.to_host();
     const auto t = static_cast<std::int64_t>(ctx.index());
     const std::int64_t rows = h.shape()[0], cols = h.shape()[1];
-    if (t == 0 && !out_.png.empty()) io::write_png_rgb(out_.png, flow_to_color(h).data(), int(rows), int(cols));
+    // Staged (weft/util/output.hpp): the outputs appear after the last flow, or not at all.
+    if (!stage_) stage_ = std::make_unique<OutputStage>(out_.path, OutputKind::file, "--output");
+    if (t == 0 && !out_.png.empty()) {
+      png_ = std::make_unique<OutputStage>(out_.png, OutputKind::file, "--png");
+      io::write_png_rgb(png_->path(), flow_to_color(h).data(), int(rows), int(cols));
+    }
     if (!out_.hdf5()) {
-      io::write_flo(out_.path, h);
+      io::write_flo(stage_->path(), h);
     } else {
       if (!writer_) {
-        writer_ = std::make_unique<io::H5Writer>(out_.path);
+        writer_ = std::make_unique<io::H5Writer>(stage_->path());
         writer_->create("/flow", DType::f32, std::vector<std::int64_t>{pairs_, rows, cols, 2}, {1, rows, cols, 2});
         writer_->attribute("/flow", "layout", "[pair, y, x, c], c = 0: u, c = 1: v (pixels)");
         writer_->attribute("/flow", "method", std::string(method_name(params_.method)));
@@ -88,9 +95,11 @@ class FlowSink : public Task {
     }
     bar_->advance();
   }
-  void stop(Context&) override {
+  void stop(Context&) override {  // after the last flow only (never after a failure)
     if (writer_) writer_->commit();
     writer_.reset();
+    if (stage_) stage_->commit();
+    if (png_) png_->commit();
     if (bar_) bar_->done();
   }
 
@@ -99,27 +108,49 @@ class FlowSink : public Task {
   std::int64_t pairs_;
   FlowParams params_;
   bool progress_;
+  std::unique_ptr<OutputStage> stage_, png_;  // declared before writer_: its file closes first
   std::unique_ptr<io::H5Writer> writer_;
   std::unique_ptr<cli::Progress> bar_;
 };
 
 }  // namespace
 
-void check(const FlowInput& in, const FlowOutput& out) {
+cli::JobFields check(const FlowInput& in, const FlowOutput& out) {
   if (in.frames.empty() == in.video.empty())
     throw ConfigError("weft flow: give either --frames A B [C ...] or --input FILE.h5:/DATASET");
-  for (const auto& f : in.frames)
-    if (!std::filesystem::exists(f)) throw ConfigError("weft flow: --frames: file '" + f + "' does not exist");
+  if (out.path.empty()) throw ConfigError("weft flow: --output is required");
+  check_output(out.path, OutputKind::file, "--output");
+  if (!out.png.empty()) check_output(out.png, OutputKind::file, "--png");
+  cli::JobFields fields;
+  std::int64_t height = 0, width = 0;
+  for (const auto& f : in.frames) {  // every header, before any pixel is read
+    if (!std::filesystem::is_regular_file(f)) throw ConfigError("weft flow: --frames: file '" + f + "' does not exist");
+    const io::ImageInfo info = io::image_info(f);
+    if (height == 0) height = info.height, width = info.width;
+    if (info.height != height || info.width != width)
+      throw ConfigError("weft flow: --frames of different sizes: '" + f + "' is " + std::to_string(info.width) + "x" +
+                        std::to_string(info.height) + ", the first frame is " + std::to_string(width) + "x" +
+                        std::to_string(height));
+    fields.emplace_back("--frames " + f, cli::file_fingerprint(f));
+  }
   if (!in.video.empty()) {
-    const auto info = io::dataset_info(io::parse_dataset_ref(in.video));
+    const io::DatasetRef ref = io::parse_dataset_ref(in.video);
+    if (!std::filesystem::is_regular_file(ref.file))
+      throw ConfigError("weft flow: --input: file '" + ref.file + "' does not exist");
+    const auto info = io::checked_dataset_info(ref, "weft flow: --input " + in.video);
     if (info.shape.size() != 3)
       throw ConfigError("weft flow: --input " + in.video + ": expected a video [T,H,W], got " + std::to_string(info.shape.size()) + " dimensions");
+    height = info.shape[1], width = info.shape[2];
+    fields.emplace_back("--input " + in.video, cli::file_fingerprint(ref.file));
   }
   const std::int64_t n = in.frame_count();
   if (n < 2) throw ConfigError("weft flow: need at least 2 frames, got " + std::to_string(n));
-  if (out.path.empty()) throw ConfigError("weft flow: --output is required");
   if (n > 2 && !out.hdf5())
     throw ConfigError("weft flow: --output " + out.path + ": a sequence of " + std::to_string(n) + " frames needs an HDF5 output (.h5)");
+  // Each pair's pyramids and the solver's fields: about 40 floats a pixel, on the host for a CPU run.
+  cli::check_host_memory(40.0 * 4.0 * static_cast<double>(height) * static_cast<double>(width),
+                         "weft flow: frames of " + std::to_string(width) + "x" + std::to_string(height));
+  return fields;
 }
 
 Graph build_graph(const FlowInput& in, const FlowOutput& out, const FlowParams& params, bool progress, int replicas) {

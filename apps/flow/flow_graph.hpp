@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_check.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/tasks/flow/params.hpp"
@@ -25,8 +26,10 @@ struct FlowOutput {
   [[nodiscard]] bool hdf5() const;
 };
 
-/// Checks input and output (files exist, sizes agree, formats) and throws ConfigError otherwise.
-void check(const FlowInput& in, const FlowOutput& out);
+/// Checks input and output before any frame is read (files exist, headers agree with their files
+/// and with each other, formats, the output can be written) and throws ConfigError otherwise.
+/// Returns what the ranks compare (cli::check_job): each input's fingerprint.
+[[nodiscard]] cli::JobFields check(const FlowInput& in, const FlowOutput& out);
 
 /// frames -> OpticalFlow "flow" -> sink; with replicas > 1 a farm "flow.0" .. "flow.<N-1>" (between
 /// "flow.scatter" and "flow.gather") computes the pairs, flows still written in pair order.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/cli.hpp"
+#include "common/job_check.hpp"
 #include "outputs.hpp"
 #include "sample.hpp"
 #include "volume_input.hpp"
@@ -21,6 +22,8 @@
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/output.hpp"
+#include "weft/tasks/io/hdf5.hpp"
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
 #include "weft/tasks/filters/filters.hpp"
 #endif
@@ -242,29 +245,43 @@ int granulometry_main(int argc, char** argv) {
   const Environment* env = Environment::current();
   const bool root = !env || env->rank() == 0;
   if (!o.generate_sample.empty()) {
+    if (o.sample_size < 8 || o.sample_size > 2048)
+      throw ConfigError("--sample-size: expected 8 to 2048, got " + std::to_string(o.sample_size));
     if (root) {
+      check_output(o.generate_sample, OutputKind::file, "--generate-sample");
       granulometry::generate_sample(o.generate_sample, o.sample_size);
       std::printf("granulometry: wrote %s:/exchange/data (%lld^3)\n", o.generate_sample.c_str(),
                   static_cast<long long>(o.sample_size));
     }
     return 0;
   }
-  (void)morphology::parse_element(o.element);
-  if (o.max_size < -1) throw ConfigError("--max-size: expected N >= 0, got " + std::to_string(o.max_size));
-  if (o.output.empty()) throw ConfigError("--output: missing (the folder for curve.csv, granulometry.h5, curve.svg)");
-  if (o.slab_planes < 0) throw ConfigError("--slab-planes: expected N >= 0, got " + std::to_string(o.slab_planes));
-  if (!o.device_memory.empty()) (void)parse_bytes(o.device_memory);
-  (void)parse_bytes(o.read_chunk, "--read-chunk");
-  const morphology::ThresholdRule rule = morphology::ThresholdRule::parse(o.threshold);
-  if (o.median != 0 && o.median != 3 && o.median != 5)
-    throw ConfigError("--median: expected 3 or 5 (or 0 for none), got " + std::to_string(o.median));
+  Shape shape;
+  morphology::ThresholdRule rule;
+  check_job(argc, argv, common, [&] {
+    (void)morphology::parse_element(o.element);
+    if (o.max_size < -1) throw ConfigError("--max-size: expected N >= 0, got " + std::to_string(o.max_size));
+    if (o.output.empty()) throw ConfigError("--output: missing (the folder for curve.csv, granulometry.h5, curve.svg)");
+    check_output(o.output, OutputKind::folder, "--output");
+    if (o.slab_planes < 0) throw ConfigError("--slab-planes: expected N >= 0, got " + std::to_string(o.slab_planes));
+    if (!o.device_memory.empty()) (void)parse_bytes(o.device_memory);
+    (void)parse_bytes(o.read_chunk, "--read-chunk");
+    rule = morphology::ThresholdRule::parse(o.threshold);
+    if (o.median != 0 && o.median != 3 && o.median != 5)
+      throw ConfigError("--median: expected 3 or 5 (or 0 for none), got " + std::to_string(o.median));
 #if !defined(WEFT_GRANULOMETRY_MEDIAN)
-  if (o.median != 0) throw ConfigError("--median: this build has no median filter (tasks/filters)");
+    if (o.median != 0) throw ConfigError("--median: this build has no median filter (tasks/filters)");
 #endif
+    shape = granulometry::check_input(o.input);
+    const std::string file = o.input.is_raw() ? o.input.input : io::parse_dataset_ref(o.input.input).file;
+    if (rule.kind == morphology::ThresholdRule::otsu || o.median > 0)  // these read the whole volume at once
+      check_host_memory(static_cast<double>(shape.size()) * 4.0, "--input " + o.input.input + " (" + shape.str() +
+                                                                      ", read whole for --threshold otsu or --median)");
+    return JobFields{{"--input " + o.input.input, shape.str() + ", " + file_fingerprint(file)}};
+  });
   Job job;
   job.o = o;
   job.common = common;
-  job.shape = granulometry::check_input(o.input);
+  job.shape = shape;
   const granulometry::DirectSource source = granulometry::direct_source(o.input);  // its chunk index shared
   const Cluster local{{local_devices(0)}};
   const Cluster& cluster = env ? env->cluster() : local;

@@ -7,26 +7,19 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
-#include <unistd.h>
 #include <utility>
 
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::granulometry {
 namespace {
 
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-    if (!f) throw IoError("cannot create '" + temp.string() + "'");
-    f << text;
-    if (!f.flush()) throw IoError("cannot write '" + temp.string() + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw IoError("cannot rename '" + temp.string() + "' to '" + path.string() + "': " + ec.message());
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f.flush()) throw IoError("cannot write '" + path + "'");
 }
 
 /// A "nice" tick step (1, 2 or 5 × 10^k) giving about `count` ticks up to `top`.
@@ -118,21 +111,11 @@ std::string curve_svg(const Report& r) {
   return s.str();
 }
 
-namespace {
-std::filesystem::path output_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw IoError("--output: cannot create directory '" + dir + "': " + ec.message());
-  return std::filesystem::path(dir);
-}
-}  // namespace
-
-void write_outputs(const std::string& dir, const Report& r, io::H5Writer* given) {
-  const std::filesystem::path base = output_dir(dir);
-  write_text(base / "curve.csv", curve_csv(r));
-  write_text(base / "curve.svg", curve_svg(r));
+void write_outputs(OutputStage& stage, const Report& r, io::H5Writer* given) {
+  write_text(stage.path("curve.csv"), curve_csv(r));
+  write_text(stage.path("curve.svg"), curve_svg(r));
   std::unique_ptr<io::H5Writer> own;
-  if (!given) own = std::make_unique<io::H5Writer>((base / "granulometry.h5").string());
+  if (!given) own = std::make_unique<io::H5Writer>(stage.path("granulometry.h5"));
   io::H5Writer& h5 = given ? *given : *own;
   std::vector<double> sizes, remaining, spectrum;
   for (std::size_t n = 0; n < r.remaining.size(); ++n) {
@@ -152,6 +135,7 @@ void write_outputs(const std::string& dir, const Report& r, io::H5Writer* given)
   h5.attribute("/curve", "meaning", std::string("foreground voxels remaining after the opening of size n"));
   h5.attribute("/spectrum", "meaning", std::string("curve[n] - curve[n+1]"));
   h5.commit();
+  stage.commit();  // the three files appear together, or none does
 }
 
 ReportSink::ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, morphology::SlabPlan plan,
@@ -174,7 +158,7 @@ void ReportSink::run(Context& ctx) {
     const morphology::Slab slab = plan_.slab(round_, i);
     if (!with_size_map_ || slab.empty()) continue;
     if (!h5_) {
-      h5_ = std::make_unique<io::H5Writer>((output_dir(dir_) / "granulometry.h5").string());
+      h5_ = std::make_unique<io::H5Writer>(stage().path("granulometry.h5"));
       h5_->create("/size_map", DType::i32, Shape(plan_.depth, plan_.height, plan_.width), {32, 64, 64}, true);
       h5_->attribute("/size_map", "meaning",
                      std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
@@ -187,8 +171,14 @@ void ReportSink::run(Context& ctx) {
   ++round_;
   if (on_round_) on_round_(round_, plan_.rounds());
   if (round_ < plan_.rounds()) return;
-  write_outputs(dir_, *report_, h5_.get());
+  write_outputs(stage(), *report_, h5_.get());
   h5_.reset();
+  stage_.reset();
+}
+
+OutputStage& ReportSink::stage() {  // made where the sink runs, at its first firing
+  if (!stage_) stage_ = std::make_unique<OutputStage>(dir_, OutputKind::folder, "--output");
+  return *stage_;
 }
 
 }  // namespace weft::granulometry

@@ -10,6 +10,7 @@
 #include "weft/graph/task.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/tasks/morphology/slabs.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::granulometry {
 
@@ -24,17 +25,18 @@ struct Report {
   std::vector<std::int64_t> spectrum;
 };
 
-/// Writes the three files (each under a temporary name, then renamed) into `dir` (created).
-/// `h5`, if given, is the writer of dir/granulometry.h5 already holding the size map.
-void write_outputs(const std::string& dir, const Report& report, io::H5Writer* h5 = nullptr);
+/// Writes the three files into `stage` and commits it: they appear in the output folder together.
+/// `h5`, if given, is the writer of the stage's granulometry.h5 already holding the size map.
+void write_outputs(OutputStage& stage, const Report& report, io::H5Writer* h5 = nullptr);
 /// The CSV text: header `size,remaining,spectrum`, one row per size.
 [[nodiscard]] std::string curve_csv(const Report& report);
 /// The SVG text: curve and spectrum over the size, labelled axes.
 [[nodiscard]] std::string curve_svg(const Report& report);
 
 /// Sink of the graph: receives the summed curve of every round of slabs and each worker's size
-/// map of its slab, writes the size map slab by slab into granulometry.h5 (under a temporary
-/// name) and, after the last round, the curve, the CSV and the SVG.
+/// map of its slab, writes the size map slab by slab into granulometry.h5 in a private folder
+/// beside the output (OutputStage) and, after the last round, the curve, the CSV and the SVG, then
+/// moves the three into the output folder together. A failed run leaves the folder as it was.
 class ReportSink final : public Task {
  public:
   ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, morphology::SlabPlan plan,
@@ -50,6 +52,8 @@ class ReportSink final : public Task {
   morphology::SlabPlan plan_;
   bool with_size_map_;
   std::function<void(int, int)> on_round_;
+  OutputStage& stage();
+  std::unique_ptr<OutputStage> stage_;  ///< declared before h5_: the file closes before its folder goes
   std::unique_ptr<io::H5Writer> h5_;
   int round_ = 0;
 };

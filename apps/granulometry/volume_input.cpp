@@ -1,5 +1,7 @@
 #include "volume_input.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/job_check.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
 
@@ -19,12 +22,14 @@ Shape parse_shape(const std::string& text) {
   std::string part;
   while (std::getline(ss, part, 'x')) {
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 1)
+    if (part.empty() || *end != '\0' || v < 1 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(part[0])))
       throw ConfigError("--shape: expected ZxYxX with positive extents, got '" + text + "'");
     dims.push_back(v);
   }
   if (dims.size() != 3) throw ConfigError("--shape: expected ZxYxX (3 extents), got '" + text + "'");
+  (void)cli::checked_product({dims[0], dims[1], dims[2], 8}, "--shape " + text);
   return Shape(dims[0], dims[1], dims[2]);
 }
 
@@ -52,11 +57,13 @@ Shape check_input(const VolumeInput& in) {
                         " --dtype " + in.dtype + " needs " + std::to_string(want));
     return shape;
   }
+  if (in.input.find(':') == std::string::npos)
+    throw ConfigError("--input " + in.input + ": give FILE.h5:/dataset, or a RAW file with --shape ZxYxX and --dtype");
   const io::DatasetRef ref = io::parse_dataset_ref(in.input);
   if (!std::filesystem::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' does not exist");
   io::DatasetInfo info;
   try {
-    info = io::dataset_info(ref);
+    info = io::checked_dataset_info(ref, "--input " + in.input);
   } catch (const IoError& e) {  // a missing dataset or an unreadable file is bad input here
     throw ConfigError("--input " + in.input + ": " + e.what());
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "weft/tasks/io/image.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::saliency_app {
 namespace {
@@ -25,10 +27,51 @@ bool is_dataset_ref(const std::string& v) {
   return file.ends_with(".h5") || file.ends_with(".hdf5") || file.ends_with(".he5");
 }
 
-std::string numbered(const std::string& pattern, std::int64_t i) {
-  char buf[4096];
-  std::snprintf(buf, sizeof buf, pattern.c_str(), static_cast<int>(i));
-  return buf;
+/// A frame-number placeholder in a --input pattern: "%d", or "%0Nd" (zero-padded to N digits,
+/// N from 1 to 9), exactly once; "%%" is a literal '%'. Parsed here: user text is never a format.
+struct Pattern {
+  std::string before, after;
+  int width = 0;  ///< 0: as many digits as the number has
+};
+
+std::optional<Pattern> parse_pattern(const std::string& text) {
+  Pattern p;
+  bool found = false;
+  std::string* part = &p.before;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      *part += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '%') {
+      *part += '%';
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    int width = 0;
+    if (j < text.size() && text[j] == '0') {
+      ++j;
+      if (j >= text.size() || text[j] < '1' || text[j] > '9')
+        throw ConfigError("--input " + text + ": a frame number is written %d or %0Nd (N from 1 to 9)");
+      width = text[j++] - '0';
+    }
+    if (j >= text.size() || text[j] != 'd' || found)
+      throw ConfigError("--input " + text + ": a pattern holds one frame number, %d or %0Nd (N from 1 to 9), and "
+                        "%% for a literal '%'");
+    found = true;
+    p.width = width;
+    part = &p.after;
+    i = j;
+  }
+  if (!found) return std::nullopt;
+  return p;
+}
+
+std::string numbered(const Pattern& pattern, std::int64_t i) {
+  std::string digits = std::to_string(i);
+  if (static_cast<int>(digits.size()) < pattern.width) digits.insert(0, pattern.width - digits.size(), '0');
+  return pattern.before + digits + pattern.after;
 }
 
 void check_dtype(DType t, const std::string& where) {
@@ -39,6 +82,12 @@ void check_dtype(DType t, const std::string& where) {
 Array read_frame_image(const std::string& path) {
   if (!fs::exists(path)) throw ConfigError("--input: image '" + path + "' does not exist");
   return io::read_image(path);
+}
+
+/// The frame's header, checked against its file (read before any frame's pixels).
+io::ImageInfo frame_info(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw ConfigError("--input: image '" + path + "' does not exist");
+  return io::image_info(path);
 }
 
 }  // namespace
@@ -53,7 +102,7 @@ FrameInput resolve_input(const std::vector<std::string>& values, std::int64_t ma
     if (!fs::exists(ref.file)) throw ConfigError("--input: file '" + ref.file + "' does not exist");
     io::DatasetInfo info;
     try {
-      info = io::dataset_info(ref);
+      info = io::checked_dataset_info(ref, "--input " + values[0]);
     } catch (const IoError& e) {
       throw ConfigError("--input " + values[0] + ": " + e.what());
     }
@@ -73,20 +122,35 @@ FrameInput resolve_input(const std::vector<std::string>& values, std::int64_t ma
       while (std::getline(ss, part, ','))
         if (!part.empty()) in.files.push_back(part);
     }
-    if (in.files.size() == 1 && in.files[0].find('%') != std::string::npos) {
-      const std::string pattern = in.files[0];
-      in.files.clear();
-      std::int64_t i = fs::exists(numbered(pattern, 0)) ? 0 : 1;
-      for (; fs::exists(numbered(pattern, i)) && (max_frames <= 0 || static_cast<std::int64_t>(in.files.size()) < max_frames); ++i)
-        in.files.push_back(numbered(pattern, i));
-      if (in.files.empty()) throw ConfigError("--input " + pattern + ": no file matches the pattern (from 0 or 1)");
+    if (in.files.size() == 1) {
+      if (const auto pattern = parse_pattern(in.files[0])) {
+        const std::string text = in.files[0];
+        in.files.clear();
+        std::int64_t i = fs::exists(numbered(*pattern, 0)) ? 0 : 1;
+        for (; fs::exists(numbered(*pattern, i)) &&
+               (max_frames <= 0 || static_cast<std::int64_t>(in.files.size()) < max_frames);
+             ++i)
+          in.files.push_back(numbered(*pattern, i));
+        if (in.files.empty()) throw ConfigError("--input " + text + ": no file matches the pattern (from 0 or 1)");
+      }
     }
     if (in.files.empty()) throw ConfigError("--input: no image given");
-    const Array first = read_frame_image(in.files[0]);
-    in.dtype = first.dtype();
+    if (max_frames > 0 && static_cast<std::int64_t>(in.files.size()) > max_frames)
+      in.files.resize(static_cast<std::size_t>(max_frames));
+    // Every frame's header, before any pixel is read: one bad frame stops the run now.
+    const io::ImageInfo first = frame_info(in.files[0]);
+    for (const std::string& f : in.files) {
+      const io::ImageInfo info = frame_info(f);
+      if (info.height != first.height || info.width != first.width || info.sixteen_bit != first.sixteen_bit)
+        throw ConfigError("--input: image '" + f + "' is " + std::to_string(info.width) + "x" +
+                          std::to_string(info.height) + (info.sixteen_bit ? " 16-bit" : " 8-bit") +
+                          ", the first frame is " + std::to_string(first.width) + "x" + std::to_string(first.height) +
+                          (first.sixteen_bit ? " 16-bit" : " 8-bit"));
+    }
+    in.dtype = first.sixteen_bit ? DType::u16 : DType::u8;
     in.frames = static_cast<std::int64_t>(in.files.size());
-    in.height = first.shape()[0];
-    in.width = first.shape()[1];
+    in.height = first.height;
+    in.width = first.width;
   }
   if (max_frames > 0) in.frames = std::min(in.frames, max_frames);
   if (in.kind == FrameInput::images) in.files.resize(static_cast<std::size_t>(in.frames));
@@ -115,9 +179,16 @@ void FrameSource::run(Context& ctx) {
   ctx.put(out, std::move(f));
 }
 
+// The outputs are staged (weft/util/output.hpp): the HDF5 file and the heat maps appear when the
+// last frame is written, or not at all.
 struct SaliencySink::Writer {
-  explicit Writer(const std::string& path) : h5(path) {}
+  Writer(const std::string& path, const std::string& png_dir)
+      : stage(path, OutputKind::file, "--output"), h5(stage.path()) {
+    if (!png_dir.empty()) png = std::make_unique<OutputStage>(png_dir, OutputKind::folder, "--png");
+  }
+  OutputStage stage;
   io::H5Writer h5;
+  std::unique_ptr<OutputStage> png;
 };
 
 SaliencySink::SaliencySink(std::string name, SinkOptions options)
@@ -182,16 +253,11 @@ void SaliencySink::run(Context& ctx) {
   }
   const auto t = static_cast<std::int64_t>(ctx.index());
   if (!writer_) {
-    writer_ = std::make_unique<Writer>(options_.output);
+    writer_ = std::make_unique<Writer>(options_.output, options_.png_dir);
     const std::vector<std::int64_t> chunk{1, h, w};
     writer_->h5.create("/saliency", DType::f32, Shape(options_.frames, h, w), chunk, false);
     if (options_.all_maps && has_static) writer_->h5.create("/static", DType::f32, Shape(options_.frames, h, w), chunk, false);
     if (options_.all_maps && has_dynamic) writer_->h5.create("/dynamic", DType::f32, Shape(options_.frames, h, w), chunk, false);
-    if (!options_.png_dir.empty()) {
-      std::error_code ec;
-      fs::create_directories(options_.png_dir, ec);
-      if (ec) throw IoError("--png: cannot create directory '" + options_.png_dir + "': " + ec.message());
-    }
   }
   writer_->h5.write_slab("/saliency", t, cropped);
   if (options_.all_maps && has_static) writer_->h5.write_slab("/static", t, static_part);
@@ -199,7 +265,7 @@ void SaliencySink::run(Context& ctx) {
   if (!options_.png_dir.empty()) {
     char name[64];
     std::snprintf(name, sizeof name, "saliency_%04lld.png", static_cast<long long>(t));
-    write_heat_map((fs::path(options_.png_dir) / name).string(), cropped, f);
+    write_heat_map(writer_->png->path(name), cropped, f);
   }
   if (t + 1 == options_.frames) {
     writer_->h5.attribute("/", "input", options_.input);
@@ -214,6 +280,8 @@ void SaliencySink::run(Context& ctx) {
                     "b = skewness(Md) (>= 0); float32 [T,H,W]";
     writer_->h5.attribute("/saliency", "meaning", std::string(meaning));
     writer_->h5.commit();
+    writer_->stage.commit();
+    if (writer_->png) writer_->png->commit();
   }
 }
 

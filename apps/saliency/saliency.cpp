@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/job_check.hpp"
 #include "frames.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/flow/params.hpp"
 #include "weft/tasks/saliency/dynamic_tasks.hpp"
 #include "weft/tasks/saliency/tasks.hpp"
+#include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft::cli {
 namespace {
@@ -127,8 +130,8 @@ void check_pathway(const std::string& pathway) {
 std::pair<std::int64_t, std::int64_t> parse_size(const std::string& text) {
   long long w = 0, h = 0;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%lldx%lld%c", &w, &h, &tail) != 2 || w < 8 || h < 8)
-    throw ConfigError("--sample-size: expected WxH with both at least 8, got '" + text + "'");
+  if (std::sscanf(text.c_str(), "%lldx%lld%c", &w, &h, &tail) != 2 || w < 8 || h < 8 || w > 65536 || h > 65536)
+    throw ConfigError("--sample-size: expected WxH with both from 8 to 65536, got '" + text + "'");
   return {h, w};
 }
 
@@ -184,7 +187,10 @@ int saliency_main(int argc, char** argv) {
   if (!o.generate_sample.empty()) {
     const auto [h, w] = parse_size(o.sample_size);
     if (o.sample_frames < 1) throw ConfigError("--sample-frames: expected N >= 1, got " + std::to_string(o.sample_frames));
+    check_host_memory(static_cast<double>(checked_product({o.sample_frames, h, w}, "--sample-size x --sample-frames")),
+                      "--generate-sample (" + std::to_string(o.sample_frames) + " frames of " + o.sample_size + ")");
     if (root) {
+      check_output(o.generate_sample, OutputKind::file, "--generate-sample");
       saliency_app::generate_sample(o.generate_sample, o.sample_frames, h, w);
       std::printf("saliency: wrote %s:/frames (%lld frames of %lldx%lld)\n", o.generate_sample.c_str(),
                   static_cast<long long>(o.sample_frames), static_cast<long long>(w), static_cast<long long>(h));
@@ -225,7 +231,19 @@ int saliency_main(int argc, char** argv) {
       throw ConfigError("--farm: expected N >= 0 or auto, got '" + o.farm_text + "'");
   }
   if (o.max_frames < 0) throw ConfigError("--frames: expected N >= 0, got " + std::to_string(o.max_frames));
-  const saliency_app::FrameInput input = saliency_app::resolve_input(o.input, o.max_frames);
+  saliency_app::FrameInput input;
+  check_job(argc, argv, common, [&] {
+    check_output(o.output, OutputKind::file, "--output");
+    if (!o.png.empty()) check_output(o.png, OutputKind::folder, "--png");
+    input = saliency_app::resolve_input(o.input, o.max_frames);
+    JobFields fields{{"--input", std::to_string(input.frames) + " frames of " + std::to_string(input.width) + "x" +
+                                     std::to_string(input.height) + " " + std::string(dtype_name(input.dtype))}};
+    if (input.kind == saliency_app::FrameInput::hdf5)
+      fields.emplace_back("--input " + input.dataset, file_fingerprint(io::parse_dataset_ref(input.dataset).file));
+    else
+      for (const std::string& f : input.files) fields.emplace_back("--input " + f, file_fingerprint(f));
+    return fields;
+  });
   Graph graph = saliency_graph(o, input);
   const RunStats stats = run_graph(graph, common);
   if (root)

@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/agreement.hpp"
 #include "exec/device.hpp"
+#include "exec/liveness.hpp"
 #include "exec/mpi_check.hpp"
 #include "exec/remote.hpp"
 #include "weft/util/error.hpp"
@@ -159,11 +161,20 @@ Environment::Environment(int& argc, char**& argv) {
     for (int i = 0; i < size_; ++i)
       cluster_.ranks.push_back(from_json(nlohmann::json::parse(all.substr(offsets[i], lens[i]))));
   }
+  if (mpi_ && size_ > 1) {
+    (void)detail::agreement_comm();  // collective: made once, alike on every rank
+    int level = 0;
+    MPI_Query_thread(&level);
+    // The watch thread calls MPI beside the progress thread: only with MPI_THREAD_MULTIPLE.
+    if (level == MPI_THREAD_MULTIPLE) watch_ = std::make_unique<detail::Watchdog>(rank_, size_, detail::liveness_timeout());
+    else logger("runtime")->warn("MPI offers no MPI_THREAD_MULTIPLE: a stopped or lost rank is left to the launcher");
+  }
   g_current = this;
 }
 
 Environment::~Environment() {
   g_current = nullptr;
+  watch_.reset();  // says goodbye: this rank ends normally
   if (owns_mpi_) {
     int finalized = 0;
     MPI_Finalized(&finalized);

@@ -25,8 +25,10 @@
 #include "data/buffer.hpp"
 #include "exec/balancer.hpp"
 #include "exec/channel.hpp"
+#include "exec/control_file.hpp"
 #include "exec/device.hpp"
 #include "exec/halo.hpp"
+#include "exec/liveness.hpp"
 #include "exec/migration.hpp"
 #include "exec/remote.hpp"
 #include "exec/state_transfer.hpp"
@@ -34,9 +36,11 @@
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
 #include "trace/trace.hpp"
+#include "weft/exec/control.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/output.hpp"
 
 namespace weft {
 
@@ -119,18 +123,7 @@ struct RunHandle::State {
           }
         }
         error = e;
-        if (remote) {
-          std::string text = "unknown error";
-          try {
-            std::rethrow_exception(error);
-          } catch (const Error& err) {
-            text = err.describe();
-          } catch (const std::exception& err) {
-            text = err.what();
-          } catch (...) {
-          }
-          remote->abort(text);
-        }
+        if (remote) remote->abort(encode_failure(error));
       }
     }
     cancel();
@@ -488,6 +481,8 @@ void drive(State& run, Node& node) {
           if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
+      {
+      const detail::Firing firing;  // counted by the liveness watch (exec/liveness.hpp)
       if (gpu) {
         if (timer) timer->start(ctx.stream());
         detail::GpuInterval interval;
@@ -504,6 +499,7 @@ void drive(State& run, Node& node) {
         }
       } else {
         task.run(ctx);
+      }
       }
       auto c1 = std::chrono::steady_clock::now();
       node.stats.busy_seconds += std::chrono::duration<double>(c1 - c0).count();
@@ -703,39 +699,31 @@ detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster&
 }
 
 // Rank 0 follows the control file (`weft ctl` appends one command per line): "migrate TASK PLACE",
-// "drain PLACE", "undrain PLACE". The file is emptied when the run starts; a bad line is logged
-// and skipped, since a typo must not stop a running job.
-void watch_control_file(State& run) {
+// "drain PLACE", "undrain PLACE". The run follows what is sent while it runs; a bad line is logged
+// (escaped) and skipped, since a typo must not stop a running job.
+void watch_control_file(State& run, std::shared_ptr<detail::ControlFile> file) {
   auto log = logger("migration");
-  const std::string& path = run.options.control_file;
-  { std::ofstream(path, std::ios::trunc); }
-  std::streamoff offset = 0;
-  std::string partial;
+  file->skip_to_end();
   while (!run.finished && !run.cancelled) {
-    std::ifstream in(path);
-    if (in) {
-      in.seekg(offset);
-      std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      offset += static_cast<std::streamoff>(chunk.size());
-      partial += chunk;
-      std::size_t nl;
-      while ((nl = partial.find('\n')) != std::string::npos) {
-        std::string line = partial.substr(0, nl);
-        partial.erase(0, nl + 1);
-        std::istringstream words(line);
-        std::string verb, a, b;
-        words >> verb >> a >> b;
-        if (verb.empty() || verb[0] == '#') continue;
-        try {
-          if (verb == "migrate" && !b.empty()) run.migrations->migrate(a, Place::parse(b));
-          else if ((verb == "drain" || verb == "undrain") && !a.empty()) run.migrations->drain(Place::parse(a), verb == "drain");
-          else throw ConfigError("unknown command (expected: migrate TASK PLACE, drain PLACE, undrain PLACE)");
-          log->info("control file {}: {}", path, line);
-        } catch (const Error& e) {
-          log->warn("control file {}: '{}' ignored: {}", path, line, e.what());
-        }
+    int dropped = 0;
+    for (const std::string& line : file->new_lines(dropped)) {
+      std::istringstream words(line);
+      std::string verb, a, b, extra;
+      words >> verb >> a >> b >> extra;
+      if (verb.empty() || verb[0] == '#') continue;
+      try {
+        if (!extra.empty()) throw ConfigError("too many words");
+        if (verb == "migrate" && !b.empty()) run.migrations->migrate(a, Place::parse(b));
+        else if ((verb == "drain" || verb == "undrain") && !a.empty() && b.empty()) run.migrations->drain(Place::parse(a), verb == "drain");
+        else throw ConfigError("unknown command (expected: migrate TASK PLACE, drain PLACE, undrain PLACE)");
+        log->info("control file {}: {}", file->path(), escaped(line));
+      } catch (const Error& e) {
+        log->warn("control file {}: '{}' ignored: {}", file->path(), escaped(line), escaped(e.what()));
       }
     }
+    if (dropped)
+      log->warn("control file {}: {} line(s) longer than {} characters ignored", file->path(), dropped,
+                kMaxControlCommand);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -1007,6 +995,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     for (int d : devices) detail::warm_device(d);
   }
   run.start = std::chrono::steady_clock::now();
+  detail::activity().runs.fetch_add(1);  // until wait(): the liveness watch knows a run is on
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
   for (auto& n : run.nodes) {
     Node* node = n.get();
@@ -1029,7 +1018,9 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   if (run.rank == 0) {
     for (const Place& p : run.options.drain) run.migrations->drain(p);
     if (!run.options.control_file.empty() && !run.migrations->empty())
-      run.helpers.emplace_back([state] { watch_control_file(*state); });
+      run.helpers.emplace_back([state, file = detail::ControlFile::open(run.options.control_file)] {
+        watch_control_file(*state, file);
+      });
   }
   if (run.options.balance != "off" && !run.migrations->empty())
     run.helpers.emplace_back([state] { run_balancer(*state); });
@@ -1056,6 +1047,7 @@ void RunHandle::wait() {
   State& run = *state_;
   if (!run.waited) {
     for (auto& t : run.threads) t.join();
+    detail::activity().runs.fetch_sub(1);
     run.finished = true;
     for (auto& t : run.helpers) t.join();
     // Where each migratable task ended: its router's rank knows, every rank learns it below.
@@ -1064,20 +1056,11 @@ void RunHandle::wait() {
     if (run.remote) {
       run.remote->finish();
       // Every rank ends the run knowing whether any rank failed (ranks without work too).
-      std::string local;
-      if (run.error) {
-        try {
-          std::rethrow_exception(run.error);
-        } catch (const Error& e) {
-          local = e.describe();
-        } catch (const std::exception& e) {
-          local = e.what();
-        } catch (...) {
-          local = "unknown error";
-        }
+      const std::string first = run.remote->agree(run.error ? encode_failure(run.error) : std::string());
+      if (!first.empty() && !run.error) {
+        const DecodedFailure failure = decode_failure(first);
+        run.error = std::make_exception_ptr(RemoteError(failure.message, failure.exit_code));
       }
-      std::string first = run.remote->agree(local);
-      if (!first.empty() && !run.error) run.error = std::make_exception_ptr(RemoteError(first));
       if (first.empty()) run.remote->max_all(last);  // collective: every rank agreed there was no error
     }
     for (std::size_t i = 0; i < last.size(); ++i) {
@@ -1091,13 +1074,13 @@ void RunHandle::wait() {
       std::string local = run.trace.events_json(run.rank, 0);
       std::string all = run.remote ? run.remote->gather_trace(local, run.trace) : local;
       if (run.rank == 0) {
-        std::string tmp = run.options.trace_file + ".tmp";
+        OutputStage stage(run.options.trace_file, OutputKind::file, "--trace");
         {
-          std::ofstream f(tmp);
-          if (!f) throw IoError("cannot write trace file '" + run.options.trace_file + "'");
+          std::ofstream f(stage.path());
           f << "{\"traceEvents\":[\n" << all << "\n],\"displayTimeUnit\":\"ms\"}\n";
+          if (!f.flush()) throw IoError("--trace " + run.options.trace_file + ": cannot write the trace");
         }
-        std::rename(tmp.c_str(), run.options.trace_file.c_str());
+        stage.commit();
       }
     }
   }

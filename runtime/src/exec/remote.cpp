@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "data/buffer.hpp"
+#include "exec/liveness.hpp"
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
 #include "weft/exec/environment.hpp"
@@ -265,6 +266,7 @@ struct RemoteLinks::Impl {
           if (debug) std::fprintf(stderr, "[r%d run%d] done %s peer %d tag %d\n", rank, run, op.send ? "send" : "recv", op.peer, op.tag);
           op.done = true;
           op.keep.reset();
+          activity().progress.fetch_add(1, std::memory_order_relaxed);  // a message moved (exec/liveness.hpp)
           it = active.erase(it);
           any = true;
           std::lock_guard lock(mutex);
@@ -279,8 +281,8 @@ struct RemoteLinks::Impl {
         MPI_Test(&control, &flag, &status);
         if (flag) {
           remote_failure = true;
-          std::string text(control_buffer);
-          fail_local(std::make_exception_ptr(RemoteError(text)));
+          const DecodedFailure failure = decode_failure(std::string(control_buffer));
+          fail_local(std::make_exception_ptr(RemoteError(failure.message, failure.exit_code)));
           any = true;
         }
       }
@@ -740,7 +742,9 @@ void RemoteLinks::start(std::function<void(std::exception_ptr)> on_error) {
 void RemoteLinks::abort(const std::string& reason) {
   Impl& impl = *impl_;
   if (!impl.remote_failure && !impl.aborted.exchange(true)) {
-    auto text = std::make_shared<std::string>("rank " + std::to_string(impl.rank) + ": " + reason);
+    const DecodedFailure failure = decode_failure(reason);
+    auto text = std::make_shared<std::string>(std::to_string(failure.exit_code) + ":rank " +
+                                              std::to_string(impl.rank) + ": " + failure.message);
     if (text->size() > sizeof impl.control_buffer - 2) text->resize(sizeof impl.control_buffer - 2);
     for (int r = 0; r < impl.size; ++r) {
       if (r == impl.rank) continue;
@@ -833,7 +837,9 @@ std::string RemoteLinks::agree(const std::string& local_error) {
   MPI_Bcast(&len, 1, MPI_INT, first, impl.comm);
   text.resize(len);
   MPI_Bcast(text.data(), len, MPI_CHAR, first, impl.comm);
-  return first == impl.rank ? text : "rank " + std::to_string(first) + ": " + text;
+  if (first == impl.rank) return text;
+  const DecodedFailure failure = decode_failure(text);
+  return std::to_string(failure.exit_code) + ":rank " + std::to_string(first) + ": " + failure.message;
 }
 
 std::string RemoteLinks::gather_trace(const std::string& local_events, const TraceRecorder& recorder) {

@@ -8,6 +8,9 @@
 #include <fnmatch.h>
 
 #include <filesystem>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -23,10 +26,52 @@ std::string at_line(const std::string& path, const YAML::Node& node) {
   return path + ":" + std::to_string(node.Mark().line + 1);
 }
 
+/// A scalar's text, or ConfigError at its line: a sequence or map where a scalar belongs.
+std::string scalar(const std::string& path, const YAML::Node& node, const std::string& what) {
+  if (!node.IsScalar())
+    throw ConfigError(at_line(path, node) + ": " + what + ": expected a single value, got a " +
+                      (node.IsSequence() ? "list" : node.IsMap() ? "map" : "null"));
+  return node.Scalar();
+}
+
+int integer(const std::string& path, const YAML::Node& node, const std::string& what) {
+  const std::string text = scalar(path, node, what);
+  try {
+    return node.as<int>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(at_line(path, node) + ": " + what + ": expected an integer, got '" + text + "'");
+  }
+}
+
+/// The keys of a map in file order; a key given twice is an error (YAML itself forbids it, and
+/// yaml-cpp would keep both silently).
+std::vector<std::pair<std::string, YAML::Node>> entries(const std::string& path, const YAML::Node& map,
+                                                        const std::string& what) {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    const std::string key = scalar(path, kv.first, what + " key");
+    if (!seen.insert(key).second)
+      throw ConfigError(at_line(path, kv.first) + ": " + what + ": key '" + key + "' is given twice");
+    out.emplace_back(key, kv.second);
+  }
+  return out;
+}
+
 }  // namespace
 
 FileMapper::FileMapper(std::string path) : path_(std::move(path)) {
-  if (!std::filesystem::exists(path_)) throw ConfigError("mapping file '" + path_ + "' does not exist");
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) throw ConfigError("mapping file '" + path_ + "' does not exist");
+  if (!std::filesystem::is_regular_file(path_, ec)) throw ConfigError("mapping file '" + path_ + "' is not a regular file");
+  try {
+    parse();
+  } catch (const YAML::Exception& e) {  // anything the checks below did not name
+    throw ConfigError("mapping file " + path_ + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+void FileMapper::parse() {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path_);
@@ -37,43 +82,37 @@ FileMapper::FileMapper(std::string path) : path_(std::move(path)) {
     throw ConfigError("mapping file " + path_ + ": " + e.what());
   }
   if (!root.IsMap()) throw ConfigError("mapping file " + path_ + ": expected a map with 'places'");
-  for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
-    if (key != "ranks" && key != "places")
-      throw ConfigError(at_line(path_, kv.first) + ": unknown field '" + key + "' (expected ranks, places)");
-  }
-  if (root["ranks"]) {
-    try {
-      ranks_ = root["ranks"].as<int>();
-    } catch (const YAML::Exception&) {
-      throw ConfigError(at_line(path_, root["ranks"]) + ": field 'ranks' must be an integer, got '" +
-                        root["ranks"].as<std::string>() + "'");
+  YAML::Node places;
+  for (const auto& [key, value] : entries(path_, root, "mapping file")) {
+    if (key == "ranks") {
+      ranks_ = integer(path_, value, "field 'ranks'");
+      if (ranks_ < 1) throw ConfigError(at_line(path_, value) + ": field 'ranks' must be at least 1");
+    } else if (key == "places") {
+      places = value;
+    } else {
+      throw ConfigError(at_line(path_, value) + ": unknown field '" + key + "' (expected ranks, places)");
     }
-    if (ranks_ < 1) throw ConfigError(at_line(path_, root["ranks"]) + ": field 'ranks' must be at least 1");
   }
-  YAML::Node places = root["places"];
   if (!places || !places.IsMap()) throw ConfigError("mapping file " + path_ + ": missing map 'places'");
-  for (const auto& kv : places) {
+  for (const auto& [pattern, v] : entries(path_, places, "places")) {
     Rule rule;
-    rule.pattern = kv.first.as<std::string>();
-    rule.line = kv.first.Mark().line + 1;
-    const YAML::Node& v = kv.second;
+    rule.pattern = pattern;
+    rule.line = v.Mark().line + 1;
     std::string where = path_ + ":" + std::to_string(rule.line) + ": places." + rule.pattern;
     int rank = 0;
     std::string device;
     if (v.IsScalar()) {  // shorthand: task: rank:1/gpu:0
-      rule.place = Place::parse(v.as<std::string>());
+      try {
+        rule.place = Place::parse(v.Scalar());
+      } catch (const ConfigError& e) {
+        throw ConfigError(where + ": " + e.what());
+      }
     } else if (v.IsMap()) {
-      for (const auto& f : v) {
-        std::string field = f.first.as<std::string>();
+      for (const auto& [field, value] : entries(path_, v, "places." + rule.pattern)) {
         if (field == "rank") {
-          try {
-            rank = f.second.as<int>();
-          } catch (const YAML::Exception&) {
-            throw ConfigError(where + ".rank: expected an integer, got '" + f.second.as<std::string>() + "'");
-          }
+          rank = integer(path_, value, "places." + rule.pattern + ".rank");
         } else if (field == "device") {
-          device = f.second.as<std::string>();
+          device = scalar(path_, value, "places." + rule.pattern + ".device");
         } else {
           throw ConfigError(where + ": unknown field '" + field + "' (expected rank, device)");
         }

@@ -20,4 +20,25 @@ std::string Error::describe() const {
   return text;
 }
 
+std::string encode_failure(std::exception_ptr error) {
+  int code = 1;
+  std::string text = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    code = e.exit_code();
+    text = e.user_message();
+  } catch (const std::exception& e) {
+    text = e.what();
+  } catch (...) {
+  }
+  return std::to_string(code) + ":" + text;
+}
+
+DecodedFailure decode_failure(const std::string& text) {
+  if (text.size() >= 2 && text[1] == ':' && (text[0] == '1' || text[0] == '2'))
+    return {text[0] - '0', text.substr(2)};
+  return {1, text};
+}
+
 }  // namespace weft

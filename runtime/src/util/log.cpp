@@ -37,7 +37,7 @@ std::shared_ptr<spdlog::logger> logger(const std::string& area) {
 void set_log_level(const std::string& level) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off")
-    throw ConfigError("unknown --log-level '" + level + "' (trace, debug, info, warn, error, off)");
+    throw ConfigError("unknown log level '" + level + "' (expected trace, debug, info, warn, error or off)");
   std::lock_guard lock(g_mutex);
   g_level = parsed;
   spdlog::apply_all([&](std::shared_ptr<spdlog::logger> l) { l->set_level(parsed); });

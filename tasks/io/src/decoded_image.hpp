@@ -1,6 +1,7 @@
 #pragma once
 /// Internal: an image decoded from PNG or PGM before conversion to grey or RGB arrays.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,19 @@ struct DecodedImage {
 
 [[nodiscard]] DecodedImage decode_png(const std::string& path);
 [[nodiscard]] DecodedImage decode_pgm(const std::string& path);
+
+/// A PGM header, checked against the file's size (IoError when the pixels cannot all be there).
+struct PgmHeader {
+  bool binary = true;  ///< P5; false: P2 (text)
+  long width = 0, height = 0, maxval = 0;
+};
+[[nodiscard]] PgmHeader read_pgm_header(std::FILE* file, const std::string& path);
+
+/// A PNG's size and samples after the reader's transformations (grey or RGB, 8 or 16 bits),
+/// checked against the file's size: IoError when even the best compression could not hold them.
+struct PngHeader {
+  int height = 0, width = 0, channels = 1, bit_depth = 8;
+};
+[[nodiscard]] PngHeader read_png_header(const std::string& path);
 
 }  // namespace weft::io::detail

@@ -1,6 +1,11 @@
 #include "file_commit.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <random>
 
 #include <cerrno>
 #include <cstring>
@@ -10,13 +15,24 @@
 
 namespace weft::io::detail {
 
-std::string temporary_path(const std::string& path) { return path + ".tmp-" + std::to_string(::getpid()); }
+std::string temporary_path(const std::string& path) {
+  static std::atomic<unsigned> made{0};
+  std::random_device random;
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%u-%08x", static_cast<long>(::getpid()), made.fetch_add(1),
+                random());
+  return path + suffix;
+}
 
 PendingFile::PendingFile(std::string final_path)
     : final_path_(std::move(final_path)), temp_path_(temporary_path(final_path_)) {
-  file_ = std::fopen(temp_path_.c_str(), "wb");
+  // O_EXCL | O_NOFOLLOW: a name someone planted (a symlink to another file) is never written through.
+  const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
-    throw IoError("cannot create " + temp_path_ + " (for " + final_path_ + "): " + std::strerror(errno));
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw IoError("cannot create " + temp_path_ + " (for " + final_path_ + "): " + reason);
   }
 }
 

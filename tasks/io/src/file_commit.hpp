@@ -5,7 +5,7 @@
 
 namespace weft::io::detail {
 
-/// "<path>.tmp-<pid>".
+/// "<path>.tmp-<pid>-<n>-<random>": a name no other writer picks; created exclusively (O_EXCL).
 [[nodiscard]] std::string temporary_path(const std::string& path);
 
 /// A stdio file being written at temporary_path(path); commit() closes and renames it, the

@@ -26,6 +26,15 @@ Array read_flo(const std::string& path) {
   if (width <= 0 || height <= 0 || width > kMaxExtent || height > kMaxExtent) {
     throw IoError("cannot read flow " + path + ": bad size " + std::to_string(width) + "x" + std::to_string(height));
   }
+  const long at = std::ftell(in.get());
+  std::fseek(in.get(), 0, SEEK_END);
+  const long end = std::ftell(in.get());
+  std::fseek(in.get(), at, SEEK_SET);
+  const auto need = static_cast<long long>(width) * height * 2 * static_cast<long long>(sizeof(float));
+  if (end - at < need)  // checked before the flow is allocated: a header can claim anything
+    throw IoError("cannot read flow " + path + ": truncated (the header says " + std::to_string(width) + "x" +
+                  std::to_string(height) + ", " + std::to_string(need) + " bytes; the file has " +
+                  std::to_string(end - at) + ")");
   Array flow = Array::host(DType::f32, Shape(height, width, 2));
   const std::size_t n = static_cast<std::size_t>(flow.size());
   if (std::fread(flow.raw(), sizeof(float), n, in.get()) != n) {

@@ -24,7 +24,9 @@ hid_t make_half_type() {
 }  // namespace
 
 H5Lock::H5Lock() : lock_(hdf5_mutex()) {
-  static const bool silenced = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
+  // Automatic printing of the error stack is a setting of each thread in a thread-safe HDF5:
+  // silenced once per thread that calls the library (the reason is kept in h5_fail's message).
+  thread_local const bool silenced = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
   (void)silenced;
 }
 

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <bit>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -92,6 +93,115 @@ DatasetInfo dataset_info(const DatasetRef& ref) {
   return info;
 }
 
+namespace {
+
+struct Filter {
+  H5Z_filter_t id = 0;
+  std::string name;
+};
+
+std::vector<Filter> filters_of(hid_t plist) {
+  std::vector<Filter> out;
+  const int n = H5Pget_nfilters(plist);
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t values = 0;
+    char name[128] = {};
+    const H5Z_filter_t id =
+        H5Pget_filter2(plist, static_cast<unsigned>(i), &flags, &values, nullptr, sizeof name, name, &config);
+    std::string text = name;
+    if (id == H5Z_FILTER_DEFLATE) text = "deflate (gzip)";
+    else if (id == H5Z_FILTER_SHUFFLE) text = "shuffle";
+    else if (id == H5Z_FILTER_FLETCHER32) text = "fletcher32";
+    else if (id == H5Z_FILTER_SZIP) text = "szip";
+    else if (id == 32000) text = "lzf";
+    else if (id == 32001) text = "blosc";
+    else if (id == 32004) text = "lz4";
+    else if (id == 32015) text = "zstd";
+    else if (text.empty()) text = "unnamed";
+    out.push_back({id, text + " (filter " + std::to_string(id) + ")"});
+  }
+  return out;
+}
+
+std::string filter_list(const std::vector<Filter>& filters) {
+  std::string text;
+  for (const Filter& f : filters) text += (text.empty() ? "" : ", ") + f.name;
+  return text;
+}
+
+/// A failed H5Dread of a filtered dataset names the filters: the library's own reason ("filter
+/// returned failure during read") does not say which.
+void read_checked(hid_t dataset, hid_t memory_type, hid_t memory_space, hid_t file_space, void* out,
+                  const std::string& where) {
+  if (H5Dread(dataset, memory_type, memory_space, file_space, H5P_DEFAULT, out) >= 0) return;
+  const H5Handle plist(H5Dget_create_plist(dataset));
+  const std::vector<Filter> filters = plist.get() >= 0 ? filters_of(plist.get()) : std::vector<Filter>{};
+  try {
+    detail::h5_fail("H5Dread", where);
+  } catch (const IoError& e) {
+    if (filters.empty()) throw;
+    throw IoError(std::string(e.what()) + " (compressed or filtered data: " + filter_list(filters) +
+                  "; the file is corrupt or its filter failed)");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> dataset_filters(const DatasetRef& ref) {
+  const detail::H5Lock lock;
+  const OpenDataset open = open_dataset(ref);
+  const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", ref.str()));
+  std::vector<std::string> names;
+  for (const Filter& f : filters_of(plist.get())) names.push_back(f.name);
+  return names;
+}
+
+DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what) {
+  DatasetInfo info = dataset_info(ref);
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
+  for (const Filter& f : filters_of(plist.get()))
+    if (H5Zfilter_avail(f.id) <= 0)
+      throw ConfigError(what + ": the dataset is compressed with " + f.name +
+                        ", which this HDF5 cannot decode (its plugin is not installed)");
+  // Element count and bytes within 64 bits (a header can declare any extents).
+  std::uint64_t elements = 1;
+  for (std::int64_t d : info.shape) {
+    if (d < 0 || (d > 0 && elements > static_cast<std::uint64_t>(INT64_MAX) / static_cast<std::uint64_t>(d)))
+      throw ConfigError(what + ": extents too large to address");
+    elements *= static_cast<std::uint64_t>(d);
+  }
+  if (elements > static_cast<std::uint64_t>(INT64_MAX) / dtype_size(info.dtype))
+    throw ConfigError(what + ": extents too large to address");
+  const std::uint64_t bytes = elements * dtype_size(info.dtype);
+  if (elements == 0) return info;
+  const H5D_layout_t layout = H5Pget_layout(plist.get());
+  if (layout == H5D_CONTIGUOUS && H5Pget_external_count(plist.get()) == 0) {
+    const haddr_t offset = H5Dget_offset(open.dataset.get());
+    std::error_code ec;
+    const auto file_bytes = std::filesystem::file_size(ref.file, ec);
+    if (offset == HADDR_UNDEF)
+      throw ConfigError(what + ": the dataset was never written (no storage allocated)");
+    if (!ec && (offset > file_bytes || bytes > file_bytes - offset))
+      throw ConfigError(what + ": the dataset's " + std::to_string(bytes) + " bytes at byte " + std::to_string(offset) +
+                        " run past the end of the file (" + std::to_string(file_bytes) + " bytes): truncated file");
+  } else if (layout == H5D_CHUNKED) {
+    const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+    hsize_t written = 0;
+    h5_check(H5Dget_num_chunks(open.dataset.get(), space.get(), &written), "H5Dget_num_chunks", where);
+    std::uint64_t total = 1;
+    for (std::size_t i = 0; i < info.shape.size(); ++i)
+      total *= static_cast<std::uint64_t>((info.shape[i] + info.chunk[i] - 1) / info.chunk[i]);
+    if (written < total)
+      throw ConfigError(what + ": only " + std::to_string(written) + " of its " + std::to_string(total) +
+                        " chunks are written (an incomplete file? the others would read as fill values)");
+  }
+  return info;
+}
+
 Array read_dataset(const DatasetRef& ref) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
@@ -99,10 +209,7 @@ Array read_dataset(const DatasetRef& ref) {
   const DType dtype = stored_dtype(open.dataset.get(), where);
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
   Array out = Array::host(dtype, to_shape(detail::h5_extents(space.get(), where), where));
-  if (out.size() > 0) {
-    h5_check(H5Dread(open.dataset.get(), detail::memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw()),
-             "H5Dread", where);
-  }
+  if (out.size() > 0) read_checked(open.dataset.get(), detail::memory_type(dtype), H5S_ALL, H5S_ALL, out.raw(), where);
   return out;
 }
 
@@ -132,11 +239,8 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
   // One element of a 4-D dataset comes back without its axis 0 (arrays have at most 3 axes).
   const std::vector<hsize_t> out_dims = dims.size() == 4 ? std::vector<hsize_t>(dims.begin() + 1, dims.end()) : dims;
   Array out = Array::host(dtype, to_shape(out_dims, where));
-  if (out.size() > 0) {
-    h5_check(H5Dread(open.dataset.get(), detail::memory_type(dtype), memory_space.get(), file_space.get(), H5P_DEFAULT,
-                     out.raw()),
-             "H5Dread", where);
-  }
+  if (out.size() > 0)
+    read_checked(open.dataset.get(), detail::memory_type(dtype), memory_space.get(), file_space.get(), out.raw(), where);
   return out;
 }
 
@@ -329,7 +433,10 @@ void RawFile::read_chunk(const RawChunks& chunks, std::int64_t k, void* to) cons
     uLongf length = static_cast<uLongf>(bytes);
     const int status = ::uncompress(values, &length, packed.data(), static_cast<uLong>(stored));
     if (status != Z_OK || static_cast<std::int64_t>(length) != bytes)
-      throw bad("does not inflate to " + std::to_string(bytes) + " bytes (zlib status " + std::to_string(status) + ")");
+      throw bad("corrupt deflate (gzip) data: it does not inflate to the chunk's " + std::to_string(bytes) +
+                " bytes (zlib: " + (status == Z_DATA_ERROR ? std::string("data error")
+                                    : status == Z_BUF_ERROR ? std::string("too short or too long")
+                                                            : "status " + std::to_string(status)) + ")");
   } else {
     if (stored != bytes) throw bad(std::to_string(stored) + " bytes stored for a chunk of " + std::to_string(bytes));
     read(chunks.offsets[i], bytes, values);

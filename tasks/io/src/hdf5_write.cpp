@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "file_commit.hpp"
 #include "h5_common.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
@@ -84,10 +85,11 @@ void write_attribute(hid_t file, const std::string& object_path, const std::stri
 }  // namespace
 
 H5Writer::H5Writer(std::string final_path)
-    : final_path_(std::move(final_path)), temp_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {
+    : final_path_(std::move(final_path)), temp_path_(detail::temporary_path(final_path_)) {
   const detail::H5Lock lock;
-  file_ = H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (file_ < 0) throw IoError("cannot create HDF5 file " + temp_path_ + " (for " + final_path_ + ")");
+  // H5F_ACC_EXCL: O_EXCL, so a file (or a symlink) already at the temporary name is never opened.
+  file_ = H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+  if (file_ < 0) detail::h5_fail("H5Fcreate", temp_path_ + " (for " + final_path_ + ")");
 }
 
 H5Writer::~H5Writer() {

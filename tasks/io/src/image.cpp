@@ -39,6 +39,25 @@ template <class T> void to_grey(const detail::DecodedImage& image, T* out) {
 
 }  // namespace
 
+ImageInfo image_info(const std::string& path) {
+  unsigned char head[8] = {};
+  std::size_t n = 0;
+  {
+    detail::InputFile in(path);
+    n = std::fread(head, 1, sizeof head, in.get());
+  }
+  if (detail::looks_like_png(head, n)) {
+    const detail::PngHeader h = detail::read_png_header(path);
+    return {h.height, h.width, h.channels, h.bit_depth == 16};
+  }
+  if (detail::looks_like_pgm(head, n)) {
+    detail::InputFile in(path);
+    const detail::PgmHeader h = detail::read_pgm_header(in.get(), path);
+    return {h.height, h.width, 1, h.maxval > 255};
+  }
+  throw IoError("cannot read image " + path + ": not a PNG or PGM (P5/P2) file");
+}
+
 Array read_image(const std::string& path) {
   const detail::DecodedImage image = decode(path);
   const Shape shape(image.height, image.width);

@@ -41,22 +41,43 @@ bool looks_like_pgm(const unsigned char* head, std::size_t n) {
   return n >= 2 && head[0] == 'P' && (head[1] == '5' || head[1] == '2');
 }
 
-DecodedImage decode_pgm(const std::string& path) {
-  InputFile in(path);
-  std::FILE* file = in.get();
+PgmHeader read_pgm_header(std::FILE* file, const std::string& path) {
   const int p = std::fgetc(file);
   const int kind = std::fgetc(file);
   if (p != 'P' || (kind != '5' && kind != '2')) throw IoError("cannot read PGM " + path + ": not a P5 or P2 file");
-  const long width = read_token(file);
-  const long height = read_token(file);
-  const long maxval = read_token(file);
-  if (width <= 0 || height <= 0 || width > kMaxExtent || height > kMaxExtent) {
-    throw IoError("cannot read PGM " + path + ": bad header (width " + std::to_string(width) + ", height " +
-                  std::to_string(height) + ")");
+  PgmHeader h;
+  h.binary = kind == '5';
+  h.width = read_token(file);
+  h.height = read_token(file);
+  h.maxval = read_token(file);
+  if (h.width <= 0 || h.height <= 0 || h.width > kMaxExtent || h.height > kMaxExtent) {
+    throw IoError("cannot read PGM " + path + ": bad header (width " + std::to_string(h.width) + ", height " +
+                  std::to_string(h.height) + ")");
   }
-  if (maxval <= 0 || maxval > 65535) {
-    throw IoError("cannot read PGM " + path + ": bad maxval " + std::to_string(maxval));
+  if (h.maxval <= 0 || h.maxval > 65535) {
+    throw IoError("cannot read PGM " + path + ": bad maxval " + std::to_string(h.maxval));
   }
+  // The header's claim against the file's size, before anything is allocated for the pixels.
+  const long at = std::ftell(file);
+  std::fseek(file, 0, SEEK_END);
+  const long end = std::ftell(file);
+  std::fseek(file, at, SEEK_SET);
+  const auto samples = static_cast<unsigned long long>(h.width) * static_cast<unsigned long long>(h.height);
+  const unsigned long long left = end > at ? static_cast<unsigned long long>(end - at) : 0;
+  const unsigned long long need = h.binary ? samples * (h.maxval > 255 ? 2 : 1) : samples * 2 - 1;
+  if (left < need)
+    throw IoError("cannot read PGM " + path + ": truncated or forged: the header says " + std::to_string(h.width) + "x" +
+                  std::to_string(h.height) + " pixels, which need " + (h.binary ? "" : "at least ") +
+                  std::to_string(need) + " bytes, but the file has " + std::to_string(left) + " after its header");
+  return h;
+}
+
+DecodedImage decode_pgm(const std::string& path) {
+  InputFile in(path);
+  std::FILE* file = in.get();
+  const PgmHeader header = read_pgm_header(file, path);
+  const long width = header.width, height = header.height, maxval = header.maxval;
+  const int kind = header.binary ? '5' : '2';
   DecodedImage image;
   image.height = static_cast<int>(height);
   image.width = static_cast<int>(width);

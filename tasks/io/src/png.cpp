@@ -33,23 +33,25 @@ struct PngLayout {
   int channels = 0, bit_depth = 0;
 };
 
-// Reads the header and sets transformations: palette -> RGB, low-bit grey -> 8 bits, alpha dropped,
-// 16-bit samples in host (little-endian) order. Then reads all rows into `bytes`.
-// Returns false with `state.message` set on a libpng error.
-bool read_png_rows(std::FILE* file, PngErrorState& state, PngLayout& layout, std::vector<unsigned char>& bytes,
-                   std::vector<png_bytep>& rows) {
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_png_error, on_png_warning);
-  if (png == nullptr) {
-    std::snprintf(state.message, sizeof state.message, "out of memory");
-    return false;
-  }
-  png_infop info = png_create_info_struct(png);
-  if (info == nullptr || setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return false;
-  }
+// PNG data is deflated: zlib never packs more than 1032 bytes into one (its bound is 1032:1).
+// A header whose pixels would need more than that from the file is a lie, refused before the
+// rows are allocated.
+constexpr double kMaxDeflateRatio = 1032.0;
+
+long file_bytes(std::FILE* file) {
+  const long at = std::ftell(file);
+  std::fseek(file, 0, SEEK_END);
+  const long end = std::ftell(file);
+  std::fseek(file, at, SEEK_SET);
+  return end;
+}
+
+// Header read and transformations set: palette -> RGB, low-bit grey -> 8 bits, alpha dropped,
+// 16-bit samples in host (little-endian) order. Called inside the setjmp of its caller.
+void read_header(png_structp png, png_infop info, std::FILE* file, PngLayout& layout) {
   png_init_io(png, file);
   png_set_user_limits(png, 1u << 20, 1u << 20);
+  png_set_chunk_malloc_max(png, 64u << 20);  // ancillary chunks (text, ICC): no more than this
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
@@ -62,6 +64,39 @@ bool read_png_rows(std::FILE* file, PngErrorState& state, PngLayout& layout, std
   layout.width = png_get_image_width(png, info);
   layout.channels = png_get_channels(png, info);
   layout.bit_depth = png_get_bit_depth(png, info);
+}
+
+// Whether the file can hold the pixels its header announces (see kMaxDeflateRatio).
+bool plausible(png_structp png, png_infop info, const PngLayout& layout, long bytes, PngErrorState& state) {
+  const double raw = static_cast<double>(layout.height) *
+                     (static_cast<double>(png_get_rowbytes(png, info)) + 1.0);
+  if (raw <= kMaxDeflateRatio * static_cast<double>(bytes) + 4096) return true;
+  std::snprintf(state.message, sizeof state.message,
+                "the header says %ux%u pixels, more than a file of %ld bytes can hold (truncated or forged)",
+                static_cast<unsigned>(layout.width), static_cast<unsigned>(layout.height), bytes);
+  return false;
+}
+
+// Reads the header, then all rows into `bytes`. Returns false with `state.message` set on a
+// libpng error or an implausible header.
+bool read_png_rows(std::FILE* file, PngErrorState& state, PngLayout& layout, std::vector<unsigned char>& bytes,
+                   std::vector<png_bytep>& rows) {
+  const long size = file_bytes(file);
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_png_error, on_png_warning);
+  if (png == nullptr) {
+    std::snprintf(state.message, sizeof state.message, "out of memory");
+    return false;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  read_header(png, info, file, layout);
+  if (!plausible(png, info, layout, size, state)) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   const std::size_t row_bytes = png_get_rowbytes(png, info);
   bytes.resize(row_bytes * layout.height);
   rows.resize(layout.height);
@@ -70,6 +105,25 @@ bool read_png_rows(std::FILE* file, PngErrorState& state, PngLayout& layout, std
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
   return true;
+}
+
+// The header alone (read_png_header).
+bool read_png_layout(std::FILE* file, PngErrorState& state, PngLayout& layout) {
+  const long size = file_bytes(file);
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_png_error, on_png_warning);
+  if (png == nullptr) {
+    std::snprintf(state.message, sizeof state.message, "out of memory");
+    return false;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  read_header(png, info, file, layout);
+  const bool ok = plausible(png, info, layout, size, state);
+  png_destroy_read_struct(&png, &info, nullptr);
+  return ok;
 }
 
 // Writes rows of `channels` samples of `bit_depth` bits (16-bit rows in host order) to `file`.
@@ -120,6 +174,16 @@ namespace detail {
 
 bool looks_like_png(const unsigned char* head, std::size_t n) {
   return n >= 8 && png_sig_cmp(const_cast<png_bytep>(head), 0, 8) == 0;
+}
+
+PngHeader read_png_header(const std::string& path) {
+  InputFile in(path);
+  PngErrorState state;
+  PngLayout layout;
+  if (!read_png_layout(in.get(), state, layout)) throw IoError("cannot read PNG " + path + ": " + state.message);
+  if (layout.channels != 1 && layout.channels != 3)
+    throw IoError("cannot read PNG " + path + ": unexpected " + std::to_string(layout.channels) + " channels");
+  return {static_cast<int>(layout.height), static_cast<int>(layout.width), layout.channels, layout.bit_depth};
 }
 
 DecodedImage decode_png(const std::string& path) {

@@ -81,6 +81,7 @@ class FileMapper final : public Mapper {
     Place place;
     int line = 0;
   };
+  void parse();
   std::string path_;
   int ranks_ = 0;
   std::vector<Rule> rules_;

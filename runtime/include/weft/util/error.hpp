@@ -1,5 +1,6 @@
 #pragma once
 /// Errors: one hierarchy, each carrying the failing call, code, source location, task and place.
+#include <exception>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,12 @@ class Error : public std::runtime_error {
   /// Attach the task and place in which the error happened (done by the executor).
   void set_context(std::string task, std::string place);
   [[nodiscard]] std::string describe() const;  ///< message with task, place and location
+  /// The program's exit code for this error: 2 for bad input, options or output paths (the
+  /// user can mend them), 1 for internal faults.
+  [[nodiscard]] virtual int exit_code() const noexcept { return 1; }
+  /// What a user reads: for bad input the message alone (it names the file, option and value),
+  /// for internal faults describe().
+  [[nodiscard]] std::string user_message() const { return exit_code() == 2 ? std::string(what()) : describe(); }
 
  private:
   std::source_location where_;
@@ -29,12 +36,15 @@ class ConfigError : public Error {
  public:
   explicit ConfigError(const std::string& message, std::source_location where = std::source_location::current())
       : Error(message, where) {}
+  [[nodiscard]] int exit_code() const noexcept override { return 2; }
 };
-/// A file could not be read or written.
+/// A file could not be read or written: an unreadable or corrupt input, an unusable output path.
+/// The CLI exits with code 2, as for ConfigError.
 class IoError : public Error {
  public:
   explicit IoError(const std::string& message, std::source_location where = std::source_location::current())
       : Error(message, where) {}
+  [[nodiscard]] int exit_code() const noexcept override { return 2; }
 };
 /// A failed CUDA runtime call; code() is the cudaError_t value.
 class CudaError : public Error {
@@ -69,11 +79,25 @@ class MpiError : public Error {
  private:
   int code_;
 };
-/// A job stopped because another rank failed; carries that rank's message.
+/// A job stopped because another rank failed; carries that rank's message and exit code.
 class RemoteError : public Error {
  public:
-  explicit RemoteError(const std::string& message, std::source_location where = std::source_location::current())
-      : Error(message, where) {}
+  explicit RemoteError(const std::string& message, int exit_code = 1,
+                       std::source_location where = std::source_location::current())
+      : Error(message, where), exit_code_(exit_code) {}
+  [[nodiscard]] int exit_code() const noexcept override { return exit_code_; }
+
+ private:
+  int exit_code_;
 };
+
+/// A failure as it travels between ranks: "<exit code>:<message>". encode_failure describes any
+/// exception (user_message() for weft errors); decode_failure reads it back (code 1 if unmarked).
+[[nodiscard]] std::string encode_failure(std::exception_ptr error);
+struct DecodedFailure {
+  int exit_code = 1;
+  std::string message;
+};
+[[nodiscard]] DecodedFailure decode_failure(const std::string& text);
 
 }  // namespace weft

@@ -1,7 +1,8 @@
 #pragma once
 /// HDF5 datasets: references "file.h5:/group/dataset", whole reads, slabs along the slowest axis,
 /// and a writer that builds a file under a temporary name and renames it into place on commit().
-/// Every HDF5 call of this library holds one process-wide mutex (Debian's HDF5 is not thread-safe).
+/// Every HDF5 call of this library holds one process-wide mutex (the library's own lock serialises
+/// calls anyway, and builds without it are not thread-safe).
 /// Library failures throw weft::IoError naming file, dataset and operation; bad references,
 /// unsupported element types and out-of-range slabs throw weft::ConfigError.
 #include <cstdint>
@@ -35,6 +36,16 @@ struct DatasetInfo {
 
 /// Element types: u8, u16, i32, f16 (16-bit IEEE floats), f32, f64; others are a ConfigError.
 [[nodiscard]] DatasetInfo dataset_info(const DatasetRef& ref);
+
+/// dataset_info, after the checks a program makes before it reads anything: every filter of the
+/// dataset's pipeline can be undone by this HDF5 (ConfigError naming the filter, e.g. lzf), the
+/// element count and byte size fit in 64 bits, a contiguous dataset's bytes lie inside the file,
+/// and a chunked dataset has every chunk written (a file whose writer stopped early would read as
+/// fill values: ConfigError saying how many chunks are missing). `what` prefixes the messages.
+[[nodiscard]] DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what);
+
+/// The names of a dataset's filters, in pipeline order ("deflate", "shuffle", "lzf", ...).
+[[nodiscard]] std::vector<std::string> dataset_filters(const DatasetRef& ref);
 
 /// Reads a whole dataset of rank 1 to 3 into a host array.
 [[nodiscard]] Array read_dataset(const DatasetRef& ref);
@@ -128,7 +139,8 @@ class RawFile {
 };
 
 /// Writes one HDF5 file: datasets (with intermediate groups), slabs of large datasets, attributes.
-/// The file is "<final_path>.tmp-<pid>" until commit(); destroying an uncommitted writer removes it.
+/// The file is "<final_path>.tmp-<pid>-<n>-<random>", created exclusively, until commit();
+/// destroying an uncommitted writer removes it.
 class H5Writer {
  public:
   explicit H5Writer(std::string final_path);

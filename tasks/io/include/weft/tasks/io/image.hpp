@@ -2,13 +2,23 @@
 /// Grey and colour images: PNG (libpng) and PGM (P5 binary, P2 text).
 /// Reading failures (missing file, not an image, truncated data) throw weft::IoError naming the file;
 /// arrays of the wrong type or rank passed to a writer throw weft::ConfigError.
-/// Writers write "<path>.tmp-<pid>" and rename it to `path` once complete.
+/// Writers write a temporary file beside `path` (created exclusively, never through a symlink)
+/// and rename it to `path` once complete.
 #include <cstdint>
 #include <string>
 
 #include "weft/data/array.hpp"
 
 namespace weft::io {
+
+/// What a file's header says, checked against the file's size (IoError naming the file when its
+/// pixels cannot all be there): read before anything is allocated for them.
+struct ImageInfo {
+  std::int64_t height = 0, width = 0;
+  int channels = 1;          ///< 1 grey, 3 colour (alpha dropped, palettes expanded)
+  bool sixteen_bit = false;  ///< read_image gives u16
+};
+[[nodiscard]] ImageInfo image_info(const std::string& path);
 
 /// A 2D grey image [H,W]: u8 for 8-bit (and lower) files, u16 for 16-bit PNG or PGM maxval > 255.
 /// Colour is converted to luminance round(0.299 R + 0.587 G + 0.114 B); alpha is dropped;

@@ -240,8 +240,7 @@ class ReadPool {
   /// 4xH200 host (64 cores) a piece's thread was often descheduled and every call waited for it:
   /// the four slab readers of a rank barely took turns (busy 0.051 / 0.059 / 0.060 / 0.062 s, cube);
   /// with 48, 0.033 / 0.042 / 0.055 / 0.063 s, and the 4-GPU wall 0.683 -> 0.671 s (octahedron
-  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428, printed, not
-  /// kept).
+  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench, printed, not kept).
   static int threads() {
     if (const auto n = detail::count_from_env("WEFT_READ_THREADS", 1, 4096, "threads")) return *n;
     int cpus = worker_count_hint();

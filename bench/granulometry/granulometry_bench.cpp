@@ -65,8 +65,8 @@ int shell_window(int n) { return (n + 1 + 7) / 8 * 8; }
 /// the E bits of its 128-line tiles and their 2W halo (6 words for the tile's 2) and writes the
 /// u16 reach; the z pass walks each column once, reading the reach and the P bits. Plus, once,
 /// the bounded erosion distances (a row pass and two windowed passes of u16: about 12 bytes) and
-/// the levels made from them (3 bytes). Rows written before 2026-11-26's third session counted
-/// the pack's reads as the u16 distances (one byte per voxel and size more, and no levels).
+/// the levels made from them (3 bytes). The pack reads the u8 levels, not the u16 distances: a
+/// model counting those would put one byte per voxel and size too many.
 double ball_shell_bytes_per_voxel(int computed) {
   double bytes = 12.0 + 3.0;
   for (int n = 1; n <= computed + 1; ++n) {

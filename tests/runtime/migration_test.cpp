@@ -344,8 +344,8 @@ TEST(Migration, GreedyBalancerMovesAStageOffAPlaceThatSlowedDown) {
     EXPECT_EQ(decisions[0].from, a);
     EXPECT_EQ(decisions[0].to, b);
     // Measured afterwards on the ranks' own clocks. Its sign is a timing, not a property of the
-    // code: under `-n 4 --oversubscribe` on 2 cores beside other tests it read -0.22 once
-    // (2026-11-25), so it is printed here; bench/results/migration.json reports it on GPUs.
+    // code: under `-n 4 --oversubscribe` on 2 cores beside other tests it read -0.22 once, so it
+    // is printed here; bench/results/migration.json reports it on GPUs.
     EXPECT_FALSE(std::isnan(decisions[0].measured_gain)) << "the move's gain was never measured";
     std::printf("measured gain of the move: %.3f (predicted %.3f)\n", decisions[0].measured_gain,
                 decisions[0].predicted_gain);

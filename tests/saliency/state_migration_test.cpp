@@ -8,7 +8,7 @@
 // the moves then also go to and from the GPU of each rank, so the state crosses host and device
 // memory both ways (and ranks under mpiexec). motion.input's GPU downsampling differs from the
 // CPU's by under 1e-6 (saliency_dynamic_gpu_test), so the maps are compared to the run without
-// moves within 1e-4 of the map's maximum rather than bit for bit (an H100 at 683c390: at most
+// moves within 1e-4 of the map's maximum rather than bit for bit (measured on an H100: at most
 // 2.1e-7 on the frames whose state went through the GPU, 0 on the others); a lost, repeated or
 // reordered frame or state changes the moving patch's maps by far more.
 #include <gtest/gtest.h>

@@ -56,9 +56,7 @@ DeviceState& state(int device) {
     // pool grow without bound under a saturated GPU (out of memory in the saliency benchmark)
     // and did not change the measured overlap (bench/results/overlap.json).
     // Peers: this device reads the others' memory directly, and its pool is mapped for them, so
-    // that a peer copy between two pools may go GPU to GPU instead of through the host. (The
-    // migration bench's in-process pause did not change with it: 18.7 ms at 256 MiB before,
-    // 19.5 ms after, migration_at_54eb430.json and migration.json as of ac528b8.)
+    // that a peer copy between two pools may go GPU to GPU instead of through the host.
     for (int other = 0; other < gpu_count(); ++other) {
       if (other == device) continue;
       int can = 0;

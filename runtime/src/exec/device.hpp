@@ -89,8 +89,8 @@ void release_task_stream(int device, void* stream) noexcept;
 void trim_device_pools() noexcept;
 /// Readies `device` before a run's first token: its streams, peer access and a first block of its
 /// pool (one allocation and free, waited for), so that neither the first token nor a state
-/// migrated onto it later pays for them (about 20 ms on a 2xH200 machine: the migration bench's
-/// debug log at 3e9eaab, printed, not kept).
+/// migrated onto it later pays for them (a state arriving on a GPU not readied waited for its
+/// streams and pool in the migration bench's debug log).
 void warm_device(int device);
 
 

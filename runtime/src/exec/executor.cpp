@@ -587,7 +587,7 @@ void drive(State& run, Node& node) {
 // sending to 1 then 2, rank 1 sending to 2 before receiving from 0 and rank 2 receiving from 0
 // before 1 would each wait for the next; along a forest of pairs every chain of waits ends.
 // (Sending the way back of a cycle through MPI instead of giving up NCCL hung the migration GPU
-// test at 615908a; not understood yet.) Several edges between two ranks keep one order of sends
+// test; why is not understood.) Several edges between two ranks keep one order of sends
 // and receives (remote.cpp, NcclOrder).
 std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
                                            std::vector<int>& device_of_rank) {
@@ -671,7 +671,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cl
 // memory through a GPU of the receiving rank (the first its tasks use). Arrays on the very GPU
 // that receives them (ranks sharing one GPU) are staged through the host as before: with CUDA IPC
 // there, runtime_migration_gpu_test_np2 hung once (4xH200, CUDA_VISIBLE_DEVICES=0) and failed once
-// on rank 1 (one H200), while between distinct GPUs every GPU test passed (docs/status.md).
+// on rank 1 (one H200), while between distinct GPUs every GPU test passed.
 // WEFT_PEER_IPC=0 turns it off.
 detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl) {
   detail::EdgeTransport how;

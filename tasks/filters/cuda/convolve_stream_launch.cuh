@@ -32,7 +32,7 @@ __device__ __noinline__ void convolve_general_strip(const T* src, T* dst, Extent
 
 /// 4 rows per thread: at most 64 registers (8 blocks of 128 threads per SM), which the probe on an
 /// H100 found fastest for 3×3 to 7×7; 8 and 16 rows: at most 80 (6 blocks), still slower than 4 at
-/// every size measured (bench/filters/NOTES.md, 2026-11-25).
+/// every size measured (bench/filters/NOTES.md).
 template <int R, int kRows, class T>
 __global__ void __launch_bounds__(32 * kStreamWarps, kRows <= 4 ? 8 : 6)
     convolve_stream_kernel(const T* src, T* dst, Extent e, const FullWeights<2 * R + 1> w,

@@ -29,7 +29,7 @@ inline int multiprocessor_count() {
 /// "sums" and "sumc": part of the network as wrapping sums on the FMA pipe, FmaSums).
 /// Chosen by measurement (filters_bench, H100, bench/results/filters.json): 3×3 aligned with sums
 /// (sumc) where it applies (2 rows below 2048², 8 from there), else DPX with 1 row per thread below
-/// 1024², 2 rows above (3658ad9: 2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
+/// 1024², 2 rows above (2 rows beat 4 and 8 at every size; fp16 keys never beat DPX by more than
 /// noise); 5×5 the tile kernel below 1024², packed with 2 rows from 1024² (packed 4 rows only 3 %
 /// better at 8192²).
 struct MedianPolicy {
@@ -47,10 +47,10 @@ struct MedianPolicy {
   long long interleaved_rows_4_min_pixels = 1LL << 62;      // never
   long long interleaved_rows_2_min_pixels = 1024LL * 1024;  // else 1 row
   // Aligned interleaved strips (median3_aligned_rows: whole 16-byte rows, clamp or mirror), probe
-  // on an H100 (nvcc 13, 3374f3e, printed): 2048² 5.6 µs with 2 to 8 rows; 4096² 14.8 µs with 8
+  // on an H100 (nvcc 13, printed): 2048² 5.6 µs with 2 to 8 rows; 4096² 14.8 µs with 8
   // (15.3-16.2 with fewer); 8192² 59.5 µs with 8 (60.2-62.3 with fewer); the generic dpx2 strip
-  // 14.2, 29.4, 83 µs. filters.json (93b7d18) agrees from 4096²; below, it has 4 rows 5-6 % ahead
-  // of 2 at 1024² and 2048² (not yet taken).
+  // 14.2, 29.4, 83 µs. filters_bench agreed from 4096²; below, one of its runs had 4 rows 5-6 %
+  // ahead of 2 at 1024² and 2048² (not taken).
   // Their network with each column's middle value, the med3 of the column medians and the final
   // med3 as sums less max and min on the FMA pipe (kSumColumns, the "sumc" methods): H100, batches
   // (printed; then filters.json): 8192² sumc8 1252 GP/s against aligned8 1158 (kSumMedians: 1161),
@@ -75,7 +75,7 @@ struct MedianPolicy {
 /// fp64 from fft_min_size. method_for() is what filters_bench measured fastest (H100, f32, 512² to
 /// 8192², bench/results/filters.json): for radius ≤ 3 the rolling strips from 512² (roll_min_pixels
 /// and the fields after it; rows ahead through a shared-memory ring where that wins), the 4-row streaming strips where they lose (5×5 at 8192², 1×1 from
-/// 4096²; 3658ad9), the tile kernel below 512²; blocked for radius 4 and 5 from 1024², the tile
+/// 4096²), the tile kernel below 512²; blocked for radius 4 and 5 from 1024², the tile
 /// kernel below and up to 21×21; cuFFT from 31×31 (7-9.5 GP/s, flat in the size, against the tile's
 /// 11.9 GP/s at 21×21: 25 is the estimated crossing). Streaming with 8 or 16 rows was slower than 4
 /// at every size.
@@ -103,26 +103,25 @@ struct ConvolvePolicy {
   /// and the blocked kernel); from 4096² 7×7 with one row ahead at 64 registers ("rolls": 267 at
   /// 4096², 306 at 8192², against 198 and 273), 5×5 "rolls" below 8192² (304 against 285; at 8192²
   /// 322 against 349); 3×3 from 4096² stays with the 4-row strips (319 against 323, 276 against 360).
-  /// Below 2048² too (filters.json at 96811fb, batches in µs, "roll" against the choice then):
+  /// Below 2048² too (filters_bench, batches in µs, "roll" against the former choice):
   /// 1024² 6.3 / 6.8 / 8.0 against 8.3 (4-row strips) / 11.7 (4-row strips) / 15.7 (tile) for
   /// 3×3 / 5×5 / 7×7, 512² 5.9 / 6.6 / 8.0 against the tile's 6.0 / 7.0 / 8.5. Smaller images keep
   /// the tile kernel (not measured).
   long long roll_min_pixels = 512LL * 512;
   /// From 4096² the rows ahead of 7×7 and of 3×3 (strips of 4 rows) go
   /// through a ring in shared memory ("rollq": cp.async, no register held per row in flight; 3 rows
-  /// ahead since 2026-11-27, 4 before). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md):
+  /// ahead, which beat 4). H100, batches, GP/s (filters_bench, bench/filters/NOTES.md):
   /// 7×7 at 4096² 297-301 (4 ahead: 290-293) against 267-275 for "rolls"; 3×3 "rollq4" at 4096²
-  /// 347-349 (4 ahead: 350-351) against 321-324 for "rolls", at 8192² 366-368. 7×7 at 8192²: "rolls"
-  /// (307-308 in 128-row strips) until the strips were split evenly over the wave (2026-11-27,
-  /// eleventh session: "rollq" 319-321 against "rolls" 313-318 in two runs of one H100); "rolls"
-  /// again from 8192² since the ring's shared addresses are converted once (twelfth session, one
-  /// H100, two runs: "rolls" 322 against "rollq" 310; at 4096² "rollq" 318 against 287).
+  /// 347-349 (4 ahead: 350-351) against 321-324 for "rolls", at 8192² 366-368. 7×7 at 8192²:
+  /// "rolls", because with the ring's shared addresses converted once and the strips split evenly
+  /// over the wave, "rolls" gave 322 GP/s against "rollq"'s 310 (one H100, two runs; at 4096²
+  /// "rollq" 318 against 287).
   long long roll_large_min_pixels = 4096LL * 4096;  // from here the choice depends on the radius
-  /// Below 4096² the ring pays too where the image is small: filters.json at bf0271c (H100,
+  /// Below 4096² the ring pays too where the image is small: filters_bench (H100,
   /// batches, GP/s, every method in one run): at 512² 4-row strips through the ring ("rollq4")
   /// 70 / 60 / 47 for 3×3 / 5×5 / 7×7 against "roll"'s 47 / 42 / 35; 3×3 at 1024² "rollq4" 237
   /// against 177. 5×5 and 7×7 above 1024² keep "roll" (at 1024² 5×5 162 against 168, 7×7 140
-  /// against 105) up to ring_long_min_pixels. At 2048² (H100, 2026-11-27, three runs, 3 rows
+  /// against 105) up to ring_long_min_pixels. At 2048² (H100, three runs, 3 rows
   /// ahead): 3×3 "rollq4" 465-484 (L2-resident) against "rollq" 334-342; 5×5 "rollq" 292-299
   /// against "roll" 230-232 and "rolls" 290-291; 7×7 "rollq" 187-199 against "roll" 166-169.
   long long ring_strips_max_pixels = 1024LL * 1024 - 1;  // every radius ≤ 3: "rollq4"; 3×3 always
@@ -131,7 +130,7 @@ struct ConvolvePolicy {
   [[nodiscard]] constexpr int stream_rows_for(long long /*pixels*/) const { return stream_rows; }
   /// Tensor cores (convolve_tensor_gpu.cu) for u8 and f16 images from tensor_min_size on, on images
   /// of tensor_min_pixels or more; from tensor_large_size on only from tensor_large_min_pixels
-  /// (cuFFT below). filters_bench on an H100 at 896a480 (f16, batches): at 8192² the tensor method
+  /// (cuFFT below). filters_bench on an H100 (f16, batches): at 8192² the tensor method
   /// 61-65 GP/s at 15×15 against 22 (tile), 32 at 31×31 against 9.6 (cuFFT), 12.5 at 55×55 against
   /// 7.9 (cuFFT); at 9×9 the blocked kernel is faster (124 GP/s, the tensor method 62-64 in earlier
   /// runs); below 2048² the tile kernel or cuFFT win (512², 15×15: tile 13 GP/s, tensor 4.8), and
@@ -161,7 +160,7 @@ struct ConvolvePolicy {
 };
 /// Separable passes: rows (each thread columns_per_thread outputs), then columns, through an fp32
 /// scratch image; or one fused streaming kernel (convolve_stream.cuh), one pass over memory, up to
-/// radius fused_max_radius. fused_for() is what filters_bench measured fastest (H100, 3658ad9):
+/// radius fused_max_radius. fused_for() is what filters_bench measured fastest (H100):
 /// fused at every size for 3 taps, from 1024² for 5, from 2048² for 7 and 9, from 4096² for 11
 /// to 15 (with 8 rows from 11 taps), two passes otherwise.
 struct SeparablePolicy {

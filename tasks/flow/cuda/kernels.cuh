@@ -35,9 +35,9 @@ inline constexpr FusedTvl1Policy kFusedTvl1Sm90{};
 // registers, two columns per lane and R rows per warp (tvl1_columns_gpu.cu: R x warps = 2 x 32,
 // 4 x 16 or 8 x 8 for 64 x 64 regions and 54 x 54 outputs; 4 x 8 for 64 x 32 regions and 54 x 22
 // outputs). WEFT_FLOW_FUSED_LAYOUT=shared|columns2x32|columns4x16|columns4x8|columns8x8 overrides
-// the policy's choice (flow_bench --seed compares them). 4 x 8 chosen on an H100 (2026-11-25,
-// 4K fp16 at the seed's setting, iterations: shared 1.71 ms, 4 x 16 0.86, 2 x 32 0.79, 4 x 8 0.78,
-// before the thresholding became a clamp; bench/results/flow.json has the policy's since).
+// the policy's choice (flow_bench --seed compares them). 4 x 8 chosen on an H100 (4K fp16 at the
+// seed's setting, iterations: shared 1.71 ms, 4 x 16 0.86, 2 x 32 0.79, 4 x 8 0.78, with the
+// thresholding still a branch per pixel; bench/results/flow.json has the policy's time).
 enum class FusedLayout { shared, columns2x32, columns4x16, columns4x8, columns8x8 };
 inline constexpr FusedLayout kFusedLayoutSm90 = FusedLayout::columns4x8;
 [[nodiscard]] FusedLayout fused_layout();  // the policy's, or the environment's override

@@ -14,7 +14,7 @@ WEFT_FLOW_HD int clamp_index(int i, int n) { return i < 0 ? 0 : (i >= n ? n - 1 
 
 // Cubic convolution (Keys) with a = -0.75, as OpenCV's INTER_CUBIC remap. IPOL's a = -0.5
 // (Catmull-Rom) smooths the warped frame and gradients more: TV-L1 EPE on Hydrangea 0.199
-// against 0.184 with -0.75 (measured here, CPU path, no anti-aliasing; docs/status.md).
+// against 0.184 with -0.75 (measured with the CPU path, no anti-aliasing).
 // The weights of the four taps at offsets -1, 0, 1, 2 for a sample at fraction t in [0, 1).
 template <class T> WEFT_FLOW_HD void cubic_weights(T t, T (&w)[4]) {
   constexpr double a = -0.75;
@@ -43,8 +43,8 @@ template <class T> WEFT_FLOW_HD T warped_gradient(T warped_i1, T i0) { return T(
 // defaults, RubberWhale / Hydrangea / Sintel easy: 0.160 / 0.183 / 0.228 with centred
 // differences, 0.149 / 0.176 / 0.226 with this stencil (CPU path, no texture part).
 // A product by 1/12, not a division: a GPU warp that evaluated it at 34 points per pixel took
-// 1.05 ms at 4K fp16 (seed setting, H100, printed) with the IEEE division, 0.37 with the product
-// (bench/results/flow.json at e3f32dc, in git history).
+// 1.05 ms at 4K fp16 (seed setting, H100, printed by flow_bench) with the IEEE division, 0.37
+// with the product.
 template <class T> WEFT_FLOW_HD T derivative5(T m2, T m1, T p1, T p2) {
   return ((m2 - p2) + T(8) * (p1 - m1)) * (T(1) / T(12));
 }

@@ -3,7 +3,7 @@
 ///
 /// HDF5 1.10 answers H5Dget_chunk_info_by_coord (and H5Dget_chunk_info) by walking the dataset's
 /// whole chunk index up to the chunk asked for, so listing n chunks costs O(n²): 37 µs a chunk
-/// for 4096 chunks, 86 µs for 8192 (probes, printed, not kept; docs/status.md). Its H5Dread_chunk finds a chunk by a lookup
+/// for 4096 chunks, 86 µs for 8192 (probes, printed, not kept). Its H5Dread_chunk finds a chunk by a lookup
 /// instead, then reads the stored bytes through the file driver. ChunkPlaces opens the file
 /// through a read-only driver of its own that passes every metadata read to pread and, for a
 /// chunk asked for, records the raw-data read's file offset and size instead of reading: 0.5 µs

@@ -29,8 +29,9 @@ struct DistancePolicy {
   // beyond. Estimate, not measured: per size one pack of the u8 distances plus ⌈r/2⌉ launches
   // over 1/8 byte per voxel, against about four u8 passes for the distance method.
   static constexpr int kBitMaxRadius = 128;
-  // Cross steps per launch (GranulometryOptions::bit_steps overrides). Measured (H100, 3e30538,
-  // 1024³, N = 50): 1 step 0.227 s, 2 steps 0.385 s, 3 steps 0.577 s, 4 steps 0.778 s.
+  // Cross steps per launch (GranulometryOptions::bit_steps overrides). Measured by
+  // granulometry_bench (H200, 1024³, N = 50; `bit_steps` in bench/results/granulometry.json):
+  // 1 step 0.215 s, 2 steps 0.376 s, 3 steps 0.572 s, 4 steps 0.772 s.
   static constexpr int kBitSteps = 1;
   static_assert(kWindowX == 32, "one warp per line row of the window tile");
   static_assert((kPackedMaxRadius + 1) * (kPackedMaxRadius + 1) + (kPackedMaxRadius + 7) * (kPackedMaxRadius + 7) <

@@ -108,8 +108,8 @@ void transform_in_place(std::int32_t* f, const Dims& d, Element element) {
 /// swept plane by plane over blocks of columns; then the y and x window passes on those planes
 /// only, y swept row by row. f ≤ r exactly on the opening there. The former x, y, z order ran two
 /// of its passes on the 2r halo planes of a slab too, and its y and z passes line by line (a
-/// stride of a row or a plane per voxel): about 3× slower (docs/status.md; printed by a probe on
-/// the development machine, not kept).
+/// stride of a row or a plane per voxel): about 3× slower (printed by a probe on the development
+/// machine, not kept).
 void cube_opening_z_first(const std::int32_t* dist, std::int32_t* f, const Dims& d, std::int64_t c0, std::int64_t nz,
                           std::int64_t r) {
   const std::int64_t plane = d.y * d.x, from = std::max<std::int64_t>(0, c0 - r), to = std::min(d.z, c0 + nz + r);

@@ -267,9 +267,9 @@ HostHalos::HostHalos(const SlabPlan& plan, std::int64_t chunk_planes, const Slab
   // graph's setup 20 ms on a 2xH200 host (granulometry.json, slabs_2048_ranks2_handover_2xH200_j),
   // about what the handover then gained; now the ranks only check that /dev/shm has room for what
   // the host's ranks will give (each its own unreserved writes, counted for every rank of the host
-  // as if they wrote as much). Mapped before the run, on a 4xH200 (58389e6) the readers, which
-  // mapped theirs after the agreement, most likely began their runs later than the writers: the
-  // wall ended 19 ms after the last openings (docs/status.md). A segment taken over has its pages.
+  // as if they wrote as much). Mapped before the run, on a 4xH200 the readers, which mapped
+  // theirs after the agreement, most likely began their runs later than the writers: the wall
+  // ended 19 ms after the last openings. A segment taken over has its pages.
   std::vector<std::pair<std::size_t, std::size_t>> to_give;
   for (const std::size_t s : writes)
     if (!slots_->reserved.contains({header_bytes_ + s * slot_bytes_, slot_bytes_}))

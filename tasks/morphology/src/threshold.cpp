@@ -165,8 +165,8 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// process shares: a rank reading the slabs of its 4 GPUs runs one set of reading threads, not one
 /// per reader, and makes no thread nor buffer per call. (With a thread per core and per call for each
 /// reader, one rank's 4 readers took 0.18-0.25 s for the 4 slabs of a 2048^3 volume on a 4xH200
-/// host, where 4 ranks, one reader each, took 0.09-0.12 s: granulometry_slabs_bench at 5edceba,
-/// docs/status.md.) A call's pieces are taken by the pool's threads and by the calling threads,
+/// host, where 4 ranks, one reader each, took 0.09-0.12 s, printed by granulometry_slabs_bench.)
+/// A call's pieces are taken by the pool's threads and by the calling threads,
 /// which serve the calls in the order of their turn (ReadTurn of the calling thread; 0 without one),
 /// then of their order within it, then of their arrival: a calling thread reads the calls before
 /// its own first, then its own, and waits once every piece of its own is taken. The slab
@@ -174,7 +174,7 @@ constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
 /// GPU starts its openings after its own slab's read rather than after all of them. A pool thread
 /// chooses again whenever a call arrives (one that stayed on its call until every piece was taken
 /// let the 4 slab readers of a 4xH200 rank take their turns barely at all: each was busy 0.06 s,
-/// printed by granulometry_slabs_bench at f50db0a, WEFT_SLABS_VERBOSE=1).
+/// printed by granulometry_slabs_bench with WEFT_SLABS_VERBOSE=1).
 class ReadPool {
  public:
   static ReadPool& get() {
@@ -240,8 +240,7 @@ class ReadPool {
   /// 4xH200 host (64 cores) a piece's thread was often descheduled and every call waited for it:
   /// the four slab readers of a rank barely took turns (busy 0.051 / 0.059 / 0.060 / 0.062 s, cube);
   /// with 48, 0.033 / 0.042 / 0.055 / 0.063 s, and the 4-GPU wall 0.683 -> 0.671 s (octahedron
-  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench at 0328428, printed, not
-  /// kept).
+  /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench, printed, not kept).
   static int threads() {
     if (const auto n = detail::count_from_env("WEFT_READ_THREADS", 1, 4096, "threads")) return *n;
     int cpus = worker_count_hint();
@@ -266,7 +265,7 @@ class ReadPool {
   /// has its share of the node's CPUs (Environment), so that its reading threads, which read
   /// while the host's other ranks do not, would use a fraction of the host: on a 2xH200 host a
   /// rank had 16 of 32 CPUs, 12 reading threads, and the two slabs' reads in turns took 0.19 s
-  /// (granulometry_slabs_bench at e0ffd03). None otherwise, or with WEFT_KEEP_BINDING=1.
+  /// (granulometry_slabs_bench). None otherwise, or with WEFT_KEEP_BINDING=1.
   static std::optional<cpu_set_t> host_cpus() {
     if (!host_turns.load()) return std::nullopt;
     if (const char* keep = std::getenv("WEFT_KEEP_BINDING"); keep && *keep && std::string(keep) != "0")

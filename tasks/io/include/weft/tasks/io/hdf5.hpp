@@ -96,7 +96,7 @@ struct RawChunks {
 /// comes from a lookup (H5Dread_chunk through a file driver that records where it would read:
 /// src/chunk_places.hpp), not from H5Dget_chunk_info_by_coord, which walks the dataset's whole chunk
 /// index for each chunk: 32768 chunks listed in 0.04 s instead of 8.8 s on the development machine
-/// (a probe, printed, not kept; docs/status.md).
+/// (a probe, printed, not kept).
 /// Other HDF5 versions use H5Dget_chunk_info_by_coord.
 class ChunkIndex {
  public:

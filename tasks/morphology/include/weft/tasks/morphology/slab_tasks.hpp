@@ -110,14 +110,14 @@ class HaloShare {
 /// rank) that halo is read once, as HaloShare does within a process: the first slab's source
 /// copies its bits into memory the host's ranks share (HostHalos) and the second's copies them
 /// out and sends them on while it waits for its turn and reads its own planes. The shared pages
-/// were slow to give and map in these VMs: at c3cedcb on a 4xH200 the four-rank walls were 0.556 /
-/// 0.672 / 0.539 s with the handover and 0.526 / 0.652 / 0.524 s without (octahedron / cube /
-/// ball), the setup 88-102 ms against 1 ms. With the segment kept between graphs (e7e48e7), the
-/// pieces sent on while their slab waits for its turn (84e05ed) and the pages given off the
-/// critical path (6feaa5a) it was as fast or 3-12 ms faster on four hosts (granulometry.json), 2-6
-/// ms slower on a fifth (4xH200 at 6feaa5a, printed, its rows lost; docs/status.md): no gain to
-/// make it the default. The handover by MPI messages before it (8d2321e) was slower than reading
-/// again.
+/// are slow to give and map on the GPU hosts: given and mapped by every graph, they made the
+/// four-rank walls 0.556 / 0.672 / 0.539 s against 0.526 / 0.652 / 0.524 s without the handover
+/// (octahedron / cube / ball), the setup 88-102 ms against 1 ms (granulometry.json,
+/// slabs_2048_ranks4_ranks4_{handover,reread}_4xH200_c). With the segment kept between graphs, the
+/// pieces sent on while their slab waits for its turn and the pages given off the critical path,
+/// it was 0.3-11 ms faster than reading twice on four hosts (granulometry.json, the _g, _h, _j
+/// and _i pairs) and a few ms slower on a fifth (printed, not kept): no gain to make it the
+/// default. Handing the halo over in MPI messages was slower than reading it again.
 struct SlabReadTurns {
   std::shared_ptr<HostTurns> turns;
   bool handover = false;           ///< halos between ranks of one host handed over (HostHalos)
@@ -248,11 +248,11 @@ void balance_gpu_slabs(SlabPlan& plan, const std::vector<Place>& places, const C
 /// source waits for the current one, so that the reading threads always have pieces of the lowest
 /// turn: with one call at a time, every thread left for the next slab's pieces while the last
 /// pieces of a chunk were finishing and the source sent it, and on a 4xH200 host the first two
-/// slabs were read side by side at ~50 GB/s each instead of one after the other (WEFT_TRACE of
-/// granulometry_slabs_bench at f1f59e0: 4.6 ms per 256 MB chunk for both). With one chunk ahead,
-/// a chunk held up by one late piece still let the next slab's pieces in: the first slab's chunks
-/// took 4-7 ms instead of 1.9 in one run of three on the same host (WEFT_TRACE at 8c819a9, read,
-/// not kept). The chunks that the share may hold are not read ahead.
+/// slabs were read side by side at ~50 GB/s each instead of one after the other (a WEFT_TRACE of
+/// granulometry_slabs_bench: 4.6 ms per 256 MB chunk for both). With one chunk ahead, a chunk
+/// held up by one late piece still let the next slab's pieces in: the first slab's chunks took
+/// 4-7 ms instead of 1.9 in one traced run of three on the same host. The chunks that the share
+/// may hold are not read ahead.
 class SlabSource final : public Task {
  public:
   /// `halos`: where the halo shared with a slab of another rank of the host comes from and goes to

@@ -67,10 +67,10 @@ struct SlabPlan {
 };
 
 /// SlabPlan::read_cost for GPU places, from the rates measured on a 4×H200 host
-/// (granulometry_slabs_bench, docs/status.md): the slabs' values read from host memory at about
-/// 125 GB/s by their turns' reading threads and packed to bits (the 8.6 GB of a 2048³ u8 volume
-/// in 0.066 s over the four turns, WEFT_TRACE at cb60c13; 90 GB/s before the sources read their
-/// next chunk ahead, when two turns shared the threads), openings up to `max_size` at about
+/// (granulometry_slabs_bench): the slabs' values read from host memory at about 125 GB/s by their
+/// turns' reading threads and packed to bits (the 8.6 GB of a 2048³ u8 volume in 0.066 s over the
+/// four turns in a WEFT_TRACE; about 90 GB/s when two turns shared the threads, before the sources
+/// read their next chunks ahead), openings up to `max_size` at about
 /// 3.8 ps per voxel and size for octahedra and balls, 5.0 for cubes (sizes 1..N + 1). Hosts
 /// differ (the one-slab read took 0.064 to 0.123 s on the 4xH200 hosts used), and the slabs'
 /// costs also depend on their content (sizes beyond a slab's largest distance are skipped), which
@@ -86,8 +86,8 @@ struct SlabPlan {
 /// e = 21.1 planes for octahedra, 17.4 for balls, 32.2 for cubes (spread ± 2-3). The octahedron's
 /// bit dilations shrink their box by their steps, so a side costs about N / 3 planes of them, plus
 /// its share of the distance transform on the halo; the cube's z pass reads the box, its y and x
-/// passes run on the counted planes only. Until 494967c these were halo / 4 for octahedra and
-/// balls and 3 · halo / 8 for cubes, which let the end slabs finish 3-11 ms after the middle ones.
+/// passes run on the counted planes only. Halo / 4 for octahedra and balls and 3 · halo / 8 for
+/// cubes, guessed before the fit, let the end slabs finish 3-11 ms after the middle ones.
 [[nodiscard]] std::int64_t gpu_edge_cost(Element element, std::int64_t halo) noexcept;
 
 /// The GPU balance of `plan` (openings up to `max_size` ≥ 0 on GPU places), as `weft granulometry`

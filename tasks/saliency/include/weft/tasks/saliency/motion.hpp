@@ -33,7 +33,7 @@ inline constexpr int kMaxMedianFrames = 9;
 inline constexpr std::int64_t kAutoWidth = 512;
 inline constexpr int kMinLevelSide = 16;  ///< coarsest pyramid level at least this many pixels a side
 
-/// Parameters of the dynamic pathway (defaults chosen for speed on GPUs; see apps/saliency/README.md).
+/// Parameters of the dynamic pathway (defaults chosen for speed on GPUs; see docs/saliency.md).
 struct MotionParams {
   int scale = 0;          ///< working resolution divisor K (1, 2, 4, 8); 0: auto (W/K <= kAutoWidth)
   int levels = 4;         ///< most pyramid levels of the dominant-motion estimate

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Weft quickstart: installs what is missing (apt, when run as root), configures, builds, then
 #   bash cluster/quickstart.sh run    runs the main job on an embedded sample
-#   bash cluster/quickstart.sh test   runs the whole test suite through ctest
+#   bash cluster/quickstart.sh test   runs the whole test suite through ctest, then the CPU suite again
+#                                     with sanitizers and every fuzz harness (docs/reliability.md)
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), WEFT_CUDA (AUTO|ON|OFF).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,8 @@ jobs=${JOBS:-$(nproc)}
 packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmpi-bin libhdf5-dev
           libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfftw3-dev
           libpng-dev zlib1g-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py)
+# `test` also builds the CPU suite with sanitizers and the fuzzers (clang's libFuzzer).
+[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do
@@ -46,9 +49,27 @@ cmake --build "$build" -j "$jobs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 if [[ $mode == test ]]; then
-  cd "$build"
-  ctest --output-on-failure -j "$jobs" --timeout 900
-  exit $?
+  status=0
+  (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 900) || status=1
+  # The CPU suite again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
+  # harness for a bounded time (docs/reliability.md). WEFT_SANITIZERS=OFF or WEFT_FUZZ=OFF skip them.
+  if [[ ${WEFT_SANITIZERS:-ON} != OFF ]]; then
+    echo "quickstart: the CPU test suite with AddressSanitizer and UndefinedBehaviorSanitizer ($build-asan)"
+    cmake -S . -B "$build-asan" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+      -DCMAKE_C_FLAGS_RELEASE=-O1 -DWEFT_CUDA=OFF -DWEFT_SANITIZE=ON -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF
+    cmake --build "$build-asan" -j "$jobs"
+    (cd "$build-asan" &&
+      LSAN_OPTIONS=suppressions=$here/tests/sanitizers/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      OMPI_MCA_mca_base_component_disable_dlclose=1 ctest --output-on-failure -j "$jobs" --timeout 900 -LE gpu) || status=1
+  fi
+  if [[ ${WEFT_FUZZ:-ON} != OFF ]] && command -v clang++ >/dev/null; then
+    echo "quickstart: the fuzz harnesses, ${WEFT_FUZZ_SECONDS:-12} s each ($build-fuzz)"
+    CC=clang CXX=clang++ cmake -S . -B "$build-fuzz" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=OFF \
+      -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF
+    cmake --build "$build-fuzz" -j "$jobs" --target weft_fuzzers
+    bash fuzz/run.sh "$build-fuzz" "${WEFT_FUZZ_SECONDS:-12}" || status=1
+  fi
+  exit $status
 fi
 
 out=${OUTPUT_DIR:-weft-output}

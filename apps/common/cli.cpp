@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -109,10 +110,20 @@ std::ifstream open_config(const std::string& file) {
   return in;
 }
 
+/// Boost.Program_options (1.74) builds its error messages by replacing placeholders such as
+/// "%value%" with the user's text until none is left: a value or option name that holds one of
+/// them never ends (found by fuzz/fuzz_config). Such text is refused before Boost sees it.
+void refuse_placeholders(const std::string& text, const std::string& where) {
+  for (const char* p : {"%canonical_option%", "%option%", "%value%", "%prefix%", "%original_token%"})
+    if (text.find(p) != std::string::npos)
+      throw ConfigError(where + "'" + text.substr(0, 200) + "' holds '" + p + "', which is not allowed in options");
+}
+
 }  // namespace
 
 bool parse(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
            const std::string& usage, const po::positional_options_description* positional) {
+  for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "");
   try {
     auto parser = po::command_line_parser(argc, argv).options(desc);
     if (positional) parser.positional(*positional);
@@ -126,8 +137,15 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
     if (vm.count("config")) {
       const std::string file = vm["config"].as<std::string>();
       std::ifstream in = open_config(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      {
+        std::istringstream lines(text.str());
+        std::string line;
+        for (int n = 1; std::getline(lines, line); ++n) refuse_placeholders(line, "--config " + file + ":" + std::to_string(n) + ": ");
+      }
       try {
-        const po::parsed_options from_file = po::parse_config_file(in, desc);
+        const po::parsed_options from_file = po::parse_config_file(text, desc);
         po::store(from_file, vm);
         check_values(from_file, vm, "--config " + file + ": ");
       } catch (const po::error& e) {

@@ -66,6 +66,43 @@ std::int64_t checked_product(const std::vector<std::int64_t>& factors, const std
   return p;
 }
 
+std::vector<std::int64_t> parse_extents(const std::string& text, const std::string& option, int count) {
+  std::vector<std::int64_t> dims;
+  std::size_t at = 0;
+  const auto bad = [&] {
+    return ConfigError(option + ": expected " + std::to_string(count) + " positive extents like 64x64x64, got '" + text +
+                       "'");
+  };
+  while (at <= text.size()) {
+    std::size_t end = text.find('x', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(at, end - at);
+    if (part.empty() || part.size() > 18 || part.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    const long long v = std::stoll(part);
+    if (v < 1) throw bad();
+    dims.push_back(v);
+    at = end + 1;
+  }
+  if (static_cast<int>(dims.size()) != count) throw bad();
+  std::vector<std::int64_t> factors = dims;
+  factors.push_back(8);  // room for the widest element type
+  (void)checked_product(factors, option + " " + text);
+  return dims;
+}
+
+void check_raw_file(const std::string& path, const std::vector<std::int64_t>& extents, std::size_t element_size,
+                    const std::string& layout) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw ConfigError("--input: cannot read RAW file '" + path + "': no such file");
+  if (!S_ISREG(st.st_mode)) throw ConfigError("--input " + path + ": not a regular file");
+  std::vector<std::int64_t> factors = extents;
+  factors.push_back(static_cast<std::int64_t>(element_size));
+  const std::int64_t want = checked_product(factors, layout);
+  if (static_cast<std::int64_t>(st.st_size) != want)
+    throw ConfigError("--input " + path + ": file has " + std::to_string(st.st_size) + " bytes, " + layout + " needs " +
+                      std::to_string(want));
+}
+
 void check_host_memory(double bytes, const std::string& what) {
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (have > 0 && bytes > have) {

@@ -28,6 +28,15 @@ void check_job(int argc, char** argv, const CommonOptions& common, const std::fu
 /// when the product does not fit in 63 bits.
 [[nodiscard]] std::int64_t checked_product(const std::vector<std::int64_t>& factors, const std::string& what);
 
+/// "ZxYxX" (`count` extents, each at least 1, their product and its bytes within 63 bits), or
+/// ConfigError naming `option` and the text.
+[[nodiscard]] std::vector<std::int64_t> parse_extents(const std::string& text, const std::string& option, int count);
+
+/// A RAW input file: it must be a regular file of exactly product(extents) × element_size bytes;
+/// ConfigError naming the file and `layout` (the options that gave the extents) otherwise.
+void check_raw_file(const std::string& path, const std::vector<std::int64_t>& extents, std::size_t element_size,
+                    const std::string& layout);
+
 /// ConfigError naming `what` when `bytes` of host memory exceed what this machine has.
 void check_host_memory(double bytes, const std::string& what);
 

@@ -1,7 +1,5 @@
 #include "volume_input.hpp"
 
-#include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,23 +14,6 @@
 namespace weft::granulometry {
 namespace {
 
-Shape parse_shape(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 1 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(part[0])))
-      throw ConfigError("--shape: expected ZxYxX with positive extents, got '" + text + "'");
-    dims.push_back(v);
-  }
-  if (dims.size() != 3) throw ConfigError("--shape: expected ZxYxX (3 extents), got '" + text + "'");
-  (void)cli::checked_product({dims[0], dims[1], dims[2], 8}, "--shape " + text);
-  return Shape(dims[0], dims[1], dims[2]);
-}
-
 DType check_dtype(DType t, const std::string& where) {
   if (t != DType::u8 && t != DType::u16 && t != DType::f32)
     throw ConfigError(where + ": unsupported dtype " + std::string(dtype_name(t)) + " (expected u8, u16 or f32)");
@@ -46,15 +27,10 @@ Shape check_input(const VolumeInput& in) {
   if (in.is_raw()) {
     if (in.shape.empty() || in.dtype.empty())
       throw ConfigError("--input " + in.input + ": a RAW file needs both --shape ZxYxX and --dtype u8|u16|f32");
-    const Shape shape = parse_shape(in.shape);
     const DType t = check_dtype(parse_dtype(in.dtype, "--dtype"), "--dtype");
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(in.input, ec);
-    if (ec) throw ConfigError("--input: cannot read RAW file '" + in.input + "': " + ec.message());
-    const auto want = static_cast<std::uintmax_t>(shape.size()) * dtype_size(t);
-    if (bytes != want)
-      throw ConfigError("--input " + in.input + ": file has " + std::to_string(bytes) + " bytes, --shape " + in.shape +
-                        " --dtype " + in.dtype + " needs " + std::to_string(want));
+    const std::vector<std::int64_t> dims = cli::parse_extents(in.shape, "--shape", 3);
+    cli::check_raw_file(in.input, dims, dtype_size(t), "--shape " + in.shape + " --dtype " + in.dtype);
+    const Shape shape(dims[0], dims[1], dims[2]);
     return shape;
   }
   if (in.input.find(':') == std::string::npos)

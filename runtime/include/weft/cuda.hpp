@@ -2,7 +2,7 @@
 /// Opt-in CUDA helpers for task implementations (include from .cu files or CUDA-aware code).
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
+#include "weft/util/source_location.hpp"
 #include <utility>
 
 #include <cuda_runtime.h>
@@ -12,7 +12,7 @@
 
 namespace weft {
 namespace detail {
-void check_cuda(cudaError_t code, const char* call, std::source_location where);
+void check_cuda(cudaError_t code, const char* call, ::weft::SourceLocation where);
 }  // namespace detail
 
 /// The compute stream of a task running on a GPU.
@@ -29,7 +29,7 @@ template <class Kernel>
 }
 /// Checks the last launch (and synchronises when WEFT_DEBUG_SYNC=1).
 void check_launch(const char* kernel, cudaStream_t stream,
-                  std::source_location where = std::source_location::current());
+                  ::weft::SourceLocation where = ::weft::SourceLocation::current());
 
 /// Whether launch_chained chains (WEFT_CHAINED_LAUNCH=0 turns it off, to compare).
 [[nodiscard]] bool chained_launches() noexcept;
@@ -75,4 +75,4 @@ __device__ __forceinline__ void allow_next_grid() {
 }  // namespace weft
 
 /// Evaluates `call` once; throws weft::CudaError naming the call and location on failure.
-#define WEFT_CUDA_CHECK(call) ::weft::detail::check_cuda((call), #call, std::source_location::current())
+#define WEFT_CUDA_CHECK(call) ::weft::detail::check_cuda((call), #call, ::weft::SourceLocation::current())

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "weft/exec/control.hpp"
 #include "weft/util/error.hpp"
@@ -141,6 +142,19 @@ void send_control_command(const std::string& name, const std::string& command) {
 void claim_control_file(const std::string& name) { (void)detail::ControlFile::open(name); }
 
 namespace detail {
+
+std::optional<ControlCommand> parse_control_command(const std::string& line) {
+  if (line.size() > kMaxControlCommand)
+    throw ConfigError("longer than " + std::to_string(kMaxControlCommand) + " characters");
+  std::istringstream words(line);
+  std::string verb, a, b, extra;
+  words >> verb >> a >> b >> extra;
+  if (verb.empty() || verb[0] == '#') return std::nullopt;
+  if (!extra.empty()) throw ConfigError("too many words");
+  if (verb == "migrate" && !b.empty()) return ControlCommand{verb, a, Place::parse(b)};
+  if ((verb == "drain" || verb == "undrain") && !a.empty() && b.empty()) return ControlCommand{verb, "", Place::parse(a)};
+  throw ConfigError("unknown command (expected: migrate TASK PLACE, drain PLACE, undrain PLACE)");
+}
 
 std::shared_ptr<ControlFile> ControlFile::open(const std::string& name) {
   // Files live as long as the process: a static registry, destroyed (files removed) at exit.

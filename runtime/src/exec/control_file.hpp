@@ -6,10 +6,22 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "weft/mapping/place.hpp"
+
 namespace weft::detail {
+
+/// One command of the control file: "migrate TASK PLACE", "drain PLACE", "undrain PLACE".
+struct ControlCommand {
+  std::string verb;  ///< migrate, drain or undrain
+  std::string task;  ///< migrate only
+  Place place;
+};
+/// Parses one line (nullopt for a blank line or a '#' comment); ConfigError for anything else.
+[[nodiscard]] std::optional<ControlCommand> parse_control_command(const std::string& line);
 
 /// A control file this process created. One per path per process: every run of the process
 /// (granulometry runs two graphs) follows the same file, removed when the process exits.

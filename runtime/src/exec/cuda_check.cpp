@@ -9,7 +9,7 @@
 
 namespace weft {
 namespace detail {
-void check_cuda(cudaError_t code, const char* call, std::source_location where) {
+void check_cuda(cudaError_t code, const char* call, ::weft::SourceLocation where) {
   if (code == cudaSuccess) return;
   throw CudaError(std::string(call) + " failed: " + cudaGetErrorName(code) + " (" +
                       cudaGetErrorString(code) + ")",
@@ -47,7 +47,7 @@ bool chained_launches() noexcept {
   return on;
 }
 
-void check_launch(const char* kernel, cudaStream_t stream, std::source_location where) {
+void check_launch(const char* kernel, cudaStream_t stream, ::weft::SourceLocation where) {
   detail::check_cuda(cudaGetLastError(), kernel, where);
   static const bool debug_sync = [] {
     const char* v = std::getenv("WEFT_DEBUG_SYNC");

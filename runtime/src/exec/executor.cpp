@@ -707,15 +707,11 @@ void watch_control_file(State& run, std::shared_ptr<detail::ControlFile> file) {
   while (!run.finished && !run.cancelled) {
     int dropped = 0;
     for (const std::string& line : file->new_lines(dropped)) {
-      std::istringstream words(line);
-      std::string verb, a, b, extra;
-      words >> verb >> a >> b >> extra;
-      if (verb.empty() || verb[0] == '#') continue;
       try {
-        if (!extra.empty()) throw ConfigError("too many words");
-        if (verb == "migrate" && !b.empty()) run.migrations->migrate(a, Place::parse(b));
-        else if ((verb == "drain" || verb == "undrain") && !a.empty() && b.empty()) run.migrations->drain(Place::parse(a), verb == "drain");
-        else throw ConfigError("unknown command (expected: migrate TASK PLACE, drain PLACE, undrain PLACE)");
+        const auto command = detail::parse_control_command(line);
+        if (!command) continue;
+        if (command->verb == "migrate") run.migrations->migrate(command->task, command->place);
+        else run.migrations->drain(command->place, command->verb == "drain");
         log->info("control file {}: {}", file->path(), escaped(line));
       } catch (const Error& e) {
         log->warn("control file {}: '{}' ignored: {}", file->path(), escaped(line), escaped(e.what()));

@@ -4,7 +4,7 @@
 
 namespace weft {
 
-Error::Error(const std::string& message, std::source_location where)
+Error::Error(const std::string& message, SourceLocation where)
     : std::runtime_error(message), where_(where) {}
 
 void Error::set_context(std::string task, std::string place) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -204,11 +205,17 @@ void remove_stages_on_signals() {
     std::thread([set] {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) return;
+      std::size_t removed = 0;
       {
         std::lock_guard lock(g_stages_mutex);
         for (const std::string& stage : open_stages()) remove_tree(stage);
+        removed = open_stages().size();
         open_stages().clear();
       }
+      // Under mpirun this is also how a rank learns that another was lost: the launcher ends the rest.
+      std::fprintf(stderr, "weft: stopped by %s%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+                   removed ? "; unfinished outputs removed, earlier results kept" : "");
+      std::fflush(stderr);
       ::signal(sig, SIG_DFL);
       pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
       ::raise(sig);

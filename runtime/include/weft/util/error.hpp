@@ -1,7 +1,7 @@
 #pragma once
 /// Errors: one hierarchy, each carrying the failing call, code, source location, task and place.
 #include <exception>
-#include <source_location>
+#include "weft/util/source_location.hpp"
 #include <stdexcept>
 #include <string>
 
@@ -11,8 +11,8 @@ namespace weft {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message,
-                 std::source_location where = std::source_location::current());
-  [[nodiscard]] const std::source_location& where() const noexcept { return where_; }
+                 SourceLocation where = SourceLocation::current());
+  [[nodiscard]] const SourceLocation& where() const noexcept { return where_; }
   [[nodiscard]] const std::string& task() const noexcept { return task_; }
   [[nodiscard]] const std::string& place() const noexcept { return place_; }
   /// Attach the task and place in which the error happened (done by the executor).
@@ -26,7 +26,7 @@ class Error : public std::runtime_error {
   [[nodiscard]] std::string user_message() const { return exit_code() == 2 ? std::string(what()) : describe(); }
 
  private:
-  std::source_location where_;
+  SourceLocation where_;
   std::string task_;
   std::string place_;
 };
@@ -34,7 +34,7 @@ class Error : public std::runtime_error {
 /// Bad user input: options, mapping files, data files. The CLI exits with code 2.
 class ConfigError : public Error {
  public:
-  explicit ConfigError(const std::string& message, std::source_location where = std::source_location::current())
+  explicit ConfigError(const std::string& message, SourceLocation where = SourceLocation::current())
       : Error(message, where) {}
   [[nodiscard]] int exit_code() const noexcept override { return 2; }
 };
@@ -42,7 +42,7 @@ class ConfigError : public Error {
 /// The CLI exits with code 2, as for ConfigError.
 class IoError : public Error {
  public:
-  explicit IoError(const std::string& message, std::source_location where = std::source_location::current())
+  explicit IoError(const std::string& message, SourceLocation where = SourceLocation::current())
       : Error(message, where) {}
   [[nodiscard]] int exit_code() const noexcept override { return 2; }
 };
@@ -50,7 +50,7 @@ class IoError : public Error {
 class CudaError : public Error {
  public:
   CudaError(const std::string& message, int code,
-            std::source_location where = std::source_location::current())
+            SourceLocation where = SourceLocation::current())
       : Error(message, where), code_(code) {}
   [[nodiscard]] int code() const noexcept { return code_; }
 
@@ -61,7 +61,7 @@ class CudaError : public Error {
 class NcclError : public Error {
  public:
   NcclError(const std::string& message, int code,
-            std::source_location where = std::source_location::current())
+            SourceLocation where = SourceLocation::current())
       : Error(message, where), code_(code) {}
   [[nodiscard]] int code() const noexcept { return code_; }
 
@@ -72,7 +72,7 @@ class NcclError : public Error {
 class MpiError : public Error {
  public:
   MpiError(const std::string& message, int code,
-           std::source_location where = std::source_location::current())
+           SourceLocation where = SourceLocation::current())
       : Error(message, where), code_(code) {}
   [[nodiscard]] int code() const noexcept { return code_; }
 
@@ -83,7 +83,7 @@ class MpiError : public Error {
 class RemoteError : public Error {
  public:
   explicit RemoteError(const std::string& message, int exit_code = 1,
-                       std::source_location where = std::source_location::current())
+                       SourceLocation where = SourceLocation::current())
       : Error(message, where), exit_code_(exit_code) {}
   [[nodiscard]] int exit_code() const noexcept override { return exit_code_; }
 

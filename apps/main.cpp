@@ -9,12 +9,15 @@
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/output.hpp"
+#include "weft/util/version.hpp"
+#include "weft/tasks/io/hdf5.hpp"
 
 namespace {
 
 void usage() {
   std::cout << "weft: task graphs over the CPUs and GPUs of a cluster\n\n"
                "usage: weft <command> [options]     (weft <command> --help for its options)\n"
+               "       weft --version                (versions of Weft and of the libraries it runs on)\n"
                "       mpirun -np N weft <command> [options]\n\ncommands:\n";
   for (const auto& c : weft::cli::commands()) std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
 }
@@ -31,6 +34,14 @@ int main(int argc, char** argv) {
         std::strcmp(argv[1], "help") == 0) {
       if (env->rank() == 0) usage();
       return argc < 2 ? 2 : 0;
+    }
+    if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+      if (env->rank() == 0) {
+        const weft::BuildInfo b = weft::build_info();
+        std::printf("weft %s (commit %s)\n  CUDA: %s\n  NCCL: %s\n  MPI:  %s\n  HDF5: %s\n", b.version.c_str(),
+                    b.commit.c_str(), b.cuda.c_str(), b.nccl.c_str(), b.mpi.c_str(), weft::io::hdf5_version().c_str());
+      }
+      return 0;
     }
     std::string name = argv[1];
     for (const auto& c : weft::cli::commands()) {

@@ -52,7 +52,7 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
        "computation at a time and waits for it (to see what overlap buys)")
       ("config", po::value(&c.config), "read further options from this file (one 'option = value' per line)")
       ("log-level", po::value(&c.log_level)->default_value(c.log_level), "trace, debug, info, warn, error or off")
-      ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar")
+      ("no-progress", po::bool_switch()->notifier([&c](bool v) { c.progress = !v; }), "no progress bar or progress lines")
       ("migratable", po::value(&c.migratable)->composing(),
        "let the tasks matching this glob move between places while running (repeatable; default '*' when "
        "--ctl, --drain or --balance is given)")
@@ -169,34 +169,74 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
   return true;
 }
 
+namespace {
+
+/// Seconds between progress lines when stderr is not a terminal (WEFT_PROGRESS_INTERVAL, default 5).
+double line_interval() {
+  static const double seconds = [] {
+    const char* text = std::getenv("WEFT_PROGRESS_INTERVAL");
+    char* end = nullptr;
+    const double v = text && *text ? std::strtod(text, &end) : 5.0;
+    return end && *end == '\0' && v >= 0 ? v : 5.0;
+  }();
+  return seconds;
+}
+
+std::string clock_text(double seconds) {
+  char buf[32];
+  if (seconds < 60) std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  else if (seconds < 3600) std::snprintf(buf, sizeof buf, "%d min %02d s", int(seconds) / 60, int(seconds) % 60);
+  else std::snprintf(buf, sizeof buf, "%d h %02d min", int(seconds) / 3600, int(seconds) / 60 % 60);
+  return buf;
+}
+
+}  // namespace
+
 Progress::Progress(std::string label, long long total, bool enabled)
-    : label_(std::move(label)), total_(total), active_(enabled && isatty(STDERR_FILENO)), start_(now_seconds()) {}
+    : label_(std::move(label)), total_(total), start_(now_seconds()) {
+  if (!enabled) return;
+  mode_ = isatty(STDERR_FILENO) ? Mode::bar : Mode::lines;
+  if (mode_ == Mode::lines) {  // a batch log or mpirun: one line now, then at most every few seconds
+    std::fprintf(stderr, "%s: 0/%lld started\n", label_.c_str(), total_);
+    std::fflush(stderr);
+    last_draw_ = start_;
+  }
+}
 
 Progress::~Progress() { done(); }
 
 void Progress::advance(long long n) {
   count_ += n;
-  if (active_) draw(false);
+  if (mode_ != Mode::off) draw(false);
 }
 
 void Progress::done() {
-  if (active_) {
-    draw(true);
-    std::fputc('\n', stderr);
-    active_ = false;
-  }
+  if (mode_ == Mode::off) return;
+  draw(true);
+  if (mode_ == Mode::bar) std::fputc('\n', stderr);
+  mode_ = Mode::off;
 }
 
 void Progress::draw(bool final) {
-  double t = now_seconds();
-  if (!final && t - last_draw_ < 0.1) return;
+  const double t = now_seconds();
+  const double interval = mode_ == Mode::bar ? 0.1 : line_interval();
+  if (!final && t - last_draw_ < interval) return;
   last_draw_ = t;
-  double frac = total_ > 0 ? std::min(1.0, static_cast<double>(count_) / static_cast<double>(total_)) : 0;
-  int width = 30, filled = static_cast<int>(frac * width);
+  const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(count_) / static_cast<double>(total_)) : 0;
+  const double elapsed = t - start_;
+  const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+  if (mode_ == Mode::lines) {
+    if (final)
+      std::fprintf(stderr, "%s: %lld/%lld done in %s\n", label_.c_str(), count_, total_, clock_text(elapsed).c_str());
+    else
+      std::fprintf(stderr, "%s: %lld/%lld (%.0f%%), %s elapsed, about %s left\n", label_.c_str(), count_, total_,
+                   100 * frac, clock_text(elapsed).c_str(), clock_text(eta).c_str());
+    std::fflush(stderr);
+    return;
+  }
+  const int width = 30, filled = static_cast<int>(frac * width);
   std::string bar(filled, '#');
   bar.resize(width, '.');
-  double elapsed = t - start_;
-  double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
   std::fprintf(stderr, "\r%s [%s] %lld/%lld  %.1fs elapsed, %.1fs left ", label_.c_str(), bar.c_str(), count_,
                total_, elapsed, eta);
   std::fflush(stderr);

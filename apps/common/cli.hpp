@@ -50,7 +50,7 @@ struct CommonOptions {
   std::string overlap = "on";     ///< on | off
   std::string config;             ///< config file with option=value lines
   std::string log_level = "info";
-  bool progress = true;           ///< progress bar on a terminal
+  bool progress = true;           ///< progress bar on a terminal, progress lines otherwise
   std::vector<std::string> migratable;  ///< task-name globs that may migrate (--migratable)
   std::vector<std::string> drain;       ///< places evacuated at the start (--drain)
   std::string ctl;                ///< control file rank 0 follows (--ctl NAME|PATH, default $WEFT_CTL)
@@ -81,7 +81,9 @@ void check_common(const CommonOptions& common);
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4,
                          const std::vector<const weft::Mapper*>& defaults = {}, bool preliminary = false);
 
-/// One-line progress bar on stderr when it is a terminal (and `enabled`); silent otherwise.
+/// Progress of a long job on stderr: a bar on a terminal; otherwise (a batch log, mpirun) a line
+/// when it starts, at most every WEFT_PROGRESS_INTERVAL seconds (default 5) with done / total and
+/// the time left, and one when done. Silent when `enabled` is false (--no-progress).
 class Progress {
  public:
   Progress(std::string label, long long total, bool enabled = true);
@@ -92,11 +94,12 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
  private:
+  enum class Mode { off, bar, lines };
   void draw(bool final);
   std::string label_;
   long long total_ = 0;
   long long count_ = 0;
-  bool active_ = false;
+  Mode mode_ = Mode::off;
   double start_ = 0;
   double last_draw_ = -1;
 };

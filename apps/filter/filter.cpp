@@ -106,7 +106,10 @@ int filter_main(int argc, char** argv) {
   Array input = filter_app::read_input(o.input);
   const std::string shape = input.shape().str();
   Graph graph = filter_graph(o, std::move(input));
+  Progress progress("filter " + o.kind, 1, common.progress);
   const RunStats stats = run_graph(graph, common);
+  progress.advance();
+  progress.done();
   std::printf("filter %s: %s %s -> %s, %.3f s\n", o.kind.c_str(), o.input.c_str(), shape.c_str(), o.output.c_str(),
               stats.seconds);
   return 0;

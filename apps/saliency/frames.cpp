@@ -253,6 +253,7 @@ void SaliencySink::run(Context& ctx) {
   }
   const auto t = static_cast<std::int64_t>(ctx.index());
   if (!writer_) {
+    progress_ = std::make_unique<cli::Progress>("saliency", options_.frames, options_.progress);
     writer_ = std::make_unique<Writer>(options_.output, options_.png_dir);
     const std::vector<std::int64_t> chunk{1, h, w};
     writer_->h5.create("/saliency", DType::f32, Shape(options_.frames, h, w), chunk, false);
@@ -267,7 +268,9 @@ void SaliencySink::run(Context& ctx) {
     std::snprintf(name, sizeof name, "saliency_%04lld.png", static_cast<long long>(t));
     write_heat_map(writer_->png->path(name), cropped, f);
   }
+  progress_->advance();
   if (t + 1 == options_.frames) {
+    progress_->done();
     writer_->h5.attribute("/", "input", options_.input);
     writer_->h5.attribute("/", "pathway", options_.pathway);
     const char* meaning =

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "weft/graph/task.hpp"
 
 namespace weft::saliency_app {
@@ -44,6 +45,7 @@ struct SinkOptions {
                           ///< "static" and "dynamic"; otherwise they are /saliency itself)
   std::string input;      ///< recorded as an attribute
   std::int64_t frames = 0;
+  bool progress = true;   ///< a bar or progress lines (cli::Progress)
 };
 
 /// Sink `write`: the saliency map [H, W or Wf] (cropped to the frame's width) and the frame →
@@ -61,6 +63,7 @@ class SaliencySink final : public Task {
   struct Writer;
   SinkOptions options_;
   std::unique_ptr<Writer> writer_;
+  std::unique_ptr<cli::Progress> progress_;
 };
 
 /// Writes a small video FILE.h5:/frames u8 [frames, height, width]: textured background with a

@@ -55,7 +55,7 @@ MotionTail add_motion_tail(Graph& graph, const Options& o, const saliency_app::F
   return t;
 }
 
-Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
+Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input, bool progress = false) {
   Graph graph;
   auto& read = graph.add<saliency_app::FrameSource>("read", input);
   saliency_app::SinkOptions sink;
@@ -65,6 +65,7 @@ Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input) {
   sink.all_maps = o.all_maps;
   sink.input = input.kind == saliency_app::FrameInput::hdf5 ? input.dataset : (input.files.empty() ? "" : input.files[0]);
   sink.frames = input.frames;
+  sink.progress = progress;
   auto& write = graph.add<saliency_app::SaliencySink>("write", sink);
   graph.connect(read.out, write.frame);
   const bool with_static = o.pathway != "dynamic", with_dynamic = o.pathway != "static";
@@ -244,7 +245,7 @@ int saliency_main(int argc, char** argv) {
       for (const std::string& f : input.files) fields.emplace_back("--input " + f, file_fingerprint(f));
     return fields;
   });
-  Graph graph = saliency_graph(o, input);
+  Graph graph = saliency_graph(o, input, common.progress);
   const RunStats stats = run_graph(graph, common);
   if (root)
     std::printf("saliency: %lld frames of %lldx%lld, %s pathway, %s, %.3f s (%.1f frames/s) -> %s\n",

@@ -66,6 +66,12 @@ DType stored_dtype(hid_t dataset, const std::string& where) {
 
 }  // namespace
 
+std::string hdf5_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
 DatasetRef parse_dataset_ref(const std::string& text) {
   const std::size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {

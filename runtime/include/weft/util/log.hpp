@@ -1,5 +1,6 @@
 #pragma once
-/// Logging: one spdlog logger per area ("weft.exec", "weft.transport", ...), rank-prefixed.
+/// Logging: one spdlog logger per area ("weft.exec", "weft.transport", ...), each line stamped with
+/// the time since start and the rank.
 #include <memory>
 #include <string>
 
@@ -7,7 +8,8 @@
 
 namespace weft {
 
-/// The logger of an area, created on first use with the pattern "[rank R] [area] level: text".
+/// The logger of an area, created on first use; its lines read
+/// "[   12.345s rank R] [weft.area] level: text" (seconds since the process started).
 [[nodiscard]] std::shared_ptr<spdlog::logger> logger(const std::string& area);
 /// Sets the level of every Weft logger ("trace", "debug", "info", "warn", "error", "off").
 void set_log_level(const std::string& level);

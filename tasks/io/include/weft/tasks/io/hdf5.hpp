@@ -17,6 +17,9 @@
 
 namespace weft::io {
 
+/// The HDF5 library's version, "1.10.8" (as loaded, not as compiled against).
+[[nodiscard]] std::string hdf5_version();
+
 /// A dataset inside a file.
 struct DatasetRef {
   std::string file;

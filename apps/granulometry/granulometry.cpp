@@ -1,7 +1,7 @@
-// weft granulometry: size distribution of a 3D volume by openings with growing elements.
-// Graph (tasks/morphology/slab_tasks.hpp): the volume split along z into slabs over every place
-// (GPUs of every rank, or CPUs), each slab read with its halo by the rank that computes it →
-// openings counting its own planes → curves summed per round (fan-in) → report sink on rank 0.
+// weft granulometry: size distribution of a 3D volume by openings with growing elements. The job
+// itself (slabs over every place, N found first, the collecting "report" task) is
+// morphology::run_granulometry (tasks/morphology/granulometry_job.hpp); this program reads the
+// volume, checks options and outputs, and writes the results where it collected them.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include "sample.hpp"
 #include "volume_input.hpp"
 #include "weft/exec/environment.hpp"
-#include "weft/tasks/morphology/line_transforms.hpp"
+#include "weft/tasks/morphology/granulometry_job.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/tasks.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
@@ -31,7 +31,6 @@
 namespace weft::cli {
 namespace {
 
-using morphology::Element;
 using morphology::SlabPlan;
 
 struct Options {
@@ -109,93 +108,10 @@ morphology::ThresholdRule resolve_threshold(const Options& o, morphology::Thresh
   return {morphology::ThresholdRule::value, morphology::otsu_threshold(volume)};
 }
 
-/// Bytes a slab may use on each place: --device-memory, else 70 % of the smallest GPU used
-/// (leaving room to the pools and the slab arriving next), else half a rank's memory.
+/// Bytes a slab may use on each place: --device-memory, else the library's default.
 double slab_budget(const Options& o, const std::vector<Place>& places, const Cluster& cluster) {
   if (!o.device_memory.empty()) return parse_bytes(o.device_memory);
-  double budget = 0;
-  for (const Place& p : places) {
-    const RankInfo& r = cluster.ranks[static_cast<std::size_t>(p.rank)];
-    double bytes = 0.5 * static_cast<double>(r.memory_bytes);
-    if (p.is_gpu())
-      for (const auto& g : r.gpus)
-        if (g.index == p.device) bytes = 0.7 * static_cast<double>(g.memory_bytes);
-    if (bytes > 0 && (budget == 0 || bytes < budget)) budget = bytes;
-  }
-  return budget;
-}
-
-struct Job {
-  Options o;
-  CommonOptions common;
-  Shape shape;
-  morphology::MaskReader reader;
-  std::vector<Place> places;
-  const Cluster* cluster = nullptr;
-  double budget = 0;
-  bool gpu = false;
-  bool host_turns = false;  ///< the ranks of a host read their slabs in turns (SlabReadTurns)
-  bool handover = false;    ///< and hand their shared halos over (halo_handover_requested)
-  /// Fresh turns for one run of a slab graph (collective under MPI; none without host_turns).
-  [[nodiscard]] std::shared_ptr<const morphology::SlabReadTurns> read_turns() const {
-    return host_turns ? morphology::slab_read_turns(places, *cluster, handover) : nullptr;
-  }
-  [[nodiscard]] Element element() const { return morphology::parse_element(o.element); }
-};
-
-/// Largest size N when not given: the openings are empty from r(N) ≥ max D on. Over several
-/// slabs max D comes from a first pass with a halo h, exact where D ≤ r(h); h doubles until every
-/// slab's answer is exact (at worst each slab reads the whole volume).
-int derive_max_size(const Job& job) {
-  const Environment* env = Environment::current();
-  const int ranks = env ? env->size() : 1;
-  const double bytes = job.gpu ? 20 : 9;
-  for (std::int64_t halo = 16;; halo *= 2) {
-    const SlabPlan plan = morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], halo,
-                                                 static_cast<int>(job.places.size()), job.o.slab_planes, job.budget,
-                                                 bytes);
-    auto result = std::make_shared<morphology::MaxDistance>();
-    Graph graph;
-    morphology::add_slab_max_distance(graph, plan, job.element(), job.reader, ranks, result, job.read_turns());
-    morphology::SlabMapper slabs(job.places);
-    (void)run_graph(graph, job.common, 2, {&slabs}, /*preliminary=*/true);
-    logger("app")->debug("max distance with a halo of {} planes: {} ({})", halo, result->value,
-                         result->exact ? "exact" : "lower bound");
-    if (!result->exact && halo < job.shape[0]) continue;
-    if (result->value >= morphology::device::kInfinity)
-      throw ConfigError("the volume has no background voxel, so no opening removes anything; give --max-size N");
-    int last = 0;
-    while (morphology::radius_limit(job.element(), last) < result->value) ++last;
-    return last;
-  }
-}
-
-Graph granulometry_graph(const Job& job, const SlabPlan& plan, int max_size,
-                         std::shared_ptr<granulometry::Report> report) {
-  morphology::GranulometryOptions g;
-  g.element = job.element();
-  g.max_size = max_size;
-  g.size_map = job.o.size_map;
-  std::function<void(int, int)> on_round;
-  if (job.common.progress) {
-    auto bar = std::make_shared<std::unique_ptr<Progress>>();
-    auto advance = [bar](const char* what, int done, int total) {
-      if (!*bar) *bar = std::make_unique<Progress>(what, total);
-      (*bar)->advance();
-      if (done == total) (*bar)->done();
-    };
-    if (plan.slabs() == 1) g.on_size = [advance](int n, int last) { advance("granulometry", n, last); };
-    else on_round = [advance](int round, int rounds) { advance("granulometry (slab rounds)", round, rounds); };
-  }
-  Graph graph;
-  const morphology::SlabGraph slabs = morphology::add_slab_granulometry(
-      graph, plan, g, job.reader, static_cast<std::int64_t>(parse_bytes(job.o.read_chunk, "--read-chunk")),
-      job.read_turns());
-  auto& sink = graph.add<granulometry::ReportSink>("report", job.o.output, report, plan, job.o.size_map, on_round);
-  graph.connect(slabs.remaining, sink.remaining);
-  graph.connect(slabs.spectrum, sink.spectrum);
-  for (int i = 0; i < plan.workers; ++i) graph.connect(slabs.size_maps[i], sink.size_maps[i]);
-  return graph;
+  return morphology::default_slab_budget(places, cluster);
 }
 
 int granulometry_main(int argc, char** argv) {
@@ -278,21 +194,25 @@ int granulometry_main(int argc, char** argv) {
                                                                       ", read whole for --threshold otsu or --median)");
     return JobFields{{"--input " + o.input.input, shape.str() + ", " + file_fingerprint(file)}};
   });
-  Job job;
-  job.o = o;
-  job.common = common;
-  job.shape = shape;
   const granulometry::DirectSource source = granulometry::direct_source(o.input);  // its chunk index shared
   const Cluster local{{local_devices(0)}};
   const Cluster& cluster = env ? env->cluster() : local;
+  morphology::GranulometryJob job;
+  job.shape = shape;
+  job.element = morphology::parse_element(o.element);
+  job.max_size = o.max_size;
+  job.size_map = o.size_map;
   job.cluster = &cluster;
   job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
-  job.gpu = job.places.front().is_gpu();
   job.budget = slab_budget(o, job.places, cluster);
+  job.slab_planes = o.slab_planes;
+  job.read_chunk = static_cast<std::int64_t>(parse_bytes(o.read_chunk, "--read-chunk"));
+  job.value_bytes = static_cast<std::int64_t>(dtype_size(source.dtype));
+  job.reads_alone = o.median == 0;
   // The GPU places of several ranks of a host read their slabs in turns, each rank with the
   // reading threads of the whole host (decided before the first read starts them). Not with
   // --median, whose reading filters on the host's cores.
-  job.host_turns = job.gpu && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
+  job.host_turns = job.places.front().is_gpu() && o.median == 0 && morphology::ranks_read_in_turns(job.places, cluster);
   job.handover = job.host_turns && morphology::halo_handover_requested();  // collective
   morphology::read_in_host_turns(job.host_turns);
   if (job.host_turns && root)
@@ -301,62 +221,65 @@ int granulometry_main(int argc, char** argv) {
                         morphology::read_threads());
   const morphology::ThresholdRule resolved = resolve_threshold(o, rule, source);
   job.reader = mask_reader(o, job.shape, resolved, source);
-  const int workers = static_cast<int>(job.places.size());
+  std::unique_ptr<Progress> bar;
+  if (common.progress)
+    job.on_progress = [&bar](int done, int total, const char* what) {
+      if (!bar) bar = std::make_unique<Progress>(what, total);
+      bar->advance();
+      if (done == total) bar->done();
+    };
 
-  // One slab holding the whole volume finds N itself; several need it first (their halo).
-  int max_size = o.max_size;
-  const double whole_bytes = static_cast<double>(job.shape.size()) *
-                             morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map, job.gpu);
-  const bool one_slab = workers == 1 && (o.slab_planes == 0 || o.slab_planes >= job.shape[0]) &&
-                        (job.budget <= 0 || whole_bytes <= job.budget);
-  if (max_size < 0 && !one_slab) max_size = derive_max_size(job);
-  SlabPlan plan =
-      max_size < 0 ? morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], 0, 1, 0, 0, 0)
-                   : morphology::plan_slabs(job.shape[0], job.shape[1], job.shape[2], morphology::halo_for(max_size),
-                                            workers, o.slab_planes, job.budget,
-                                            morphology::slab_bytes_per_voxel(job.element(), max_size, o.size_map,
-                                                                             job.gpu));
-  // The GPUs of one host read their slabs in turns (one after the other at the rate of every
-  // core: ReadTurn within a rank, SlabReadTurns between ranks): the first slabs, which start their
-  // openings earlier, get more planes (slabs.hpp). Not with --median, whose reading filters on the
-  // host at another rate, nor over several hosts, whose turns run side by side.
-  if (job.gpu && max_size >= 0)
-    morphology::balance_gpu_slabs(plan, job.places, cluster, job.element(), max_size,
-                                  static_cast<std::int64_t>(dtype_size(source.dtype)), o.slab_planes > 0,
-                                  job.host_turns, job.handover, o.median == 0);
-  logger("app")->info("granulometry: {} over {} slab(s) of {} planes (halo {}{}) on {} place(s), N = {}",
-                      job.shape.str(), plan.slabs(), plan.planes, plan.halo,
-                      plan.balanced() && plan.read_cost > 0 ? ", balanced for reads in turns" : "", plan.workers,
-                      max_size);
-
-  auto report = std::make_shared<granulometry::Report>();
-  report->input = o.input.input;
-  report->element = o.element;
-  report->shape = job.shape.str();
-  report->threshold = resolved.kind == morphology::ThresholdRule::value ? resolved.threshold : 0.0;
-  report->threshold_rule = o.threshold.empty() ? "nonzero" : (o.threshold == "otsu" ? "otsu" : "value");
-  report->max_size = o.max_size;
-  Graph graph = granulometry_graph(job, plan, max_size, report);
-  morphology::SlabMapper slabs(job.places);
-  const RunStats stats = run_graph(graph, common, 2, {&slabs});
-  if (!report->remaining.empty()) {
+  // The outputs appear together in --output when the run succeeded (OutputStage); the size map is
+  // written slab by slab, as the slabs finish, into the staged granulometry.h5.
+  std::unique_ptr<OutputStage> stage;
+  std::unique_ptr<io::H5Writer> h5;
+  const auto staged = [&]() -> OutputStage& {
+    if (!stage) stage = std::make_unique<OutputStage>(o.output, OutputKind::folder, "--output");
+    return *stage;
+  };
+  const morphology::SizeMapWriter size_map = [&](std::int64_t first, const Array& map) {
+    if (!h5) {
+      h5 = std::make_unique<io::H5Writer>(staged().path("granulometry.h5"));
+      h5->create("/size_map", DType::i32, Shape(shape[0], shape[1], shape[2]), {32, 64, 64}, true);
+      h5->attribute("/size_map", "meaning",
+                    std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
+    }
+    h5->write_slab("/size_map", first, map);
+  };
+  double seconds = 0;
+  const morphology::GraphRunner runner = [&](Graph& graph, const Mapper& slabs, bool preliminary) {
+    seconds = run_graph(graph, common, 2, {&slabs}, preliminary).seconds;
+  };
+  const morphology::GranulometryOutcome outcome = morphology::run_granulometry(job, runner, size_map);
+  if (!outcome.collected) return 0;  // another rank collected and writes the results
+  granulometry::Report report;
+  report.input = o.input.input;
+  report.element = o.element;
+  report.shape = shape.str();
+  report.threshold = resolved.kind == morphology::ThresholdRule::value ? resolved.threshold : 0.0;
+  report.threshold_rule = o.threshold.empty() ? "nonzero" : (o.threshold == "otsu" ? "otsu" : "value");
+  report.max_size = o.max_size;
+  report.remaining = outcome.remaining;
+  report.spectrum = outcome.spectrum;
+  granulometry::write_outputs(staged(), report, h5.get());
+  if (!report.remaining.empty())
     std::printf("granulometry: %s %s, %s, sizes 0..%zu, %lld foreground voxels, %d slab(s) on %d place(s), %.3f s -> %s\n",
-                o.input.input.c_str(), job.shape.str().c_str(), o.element.c_str(), report->remaining.size() - 1,
-                static_cast<long long>(report->remaining[0]), plan.slabs(), plan.workers, stats.seconds,
+                o.input.input.c_str(), shape.str().c_str(), o.element.c_str(), report.remaining.size() - 1,
+                static_cast<long long>(report.remaining[0]), outcome.plan.slabs(), outcome.plan.workers, seconds,
                 o.output.c_str());
-  }
   return 0;
 }
 
 /// The graph for `weft mapping check` (a 64³ volume over `workers` places, nothing read).
 Graph default_graph(int workers) {
-  Job job;
-  job.o.output = "granulometry-out";
-  job.common.progress = false;
-  job.shape = Shape(64, 64, 64);
-  job.reader = [](std::int64_t, std::int64_t) -> Array { throw ConfigError("default graph: nothing to read"); };
   const SlabPlan plan = morphology::plan_slabs(64, 64, 64, morphology::halo_for(8), workers, 0, 0, 0);
-  return granulometry_graph(job, plan, 8, std::make_shared<granulometry::Report>());
+  morphology::GranulometryOptions g;
+  g.max_size = 8;
+  Graph graph;
+  const auto reader = [](std::int64_t, std::int64_t) -> Array { throw ConfigError("default graph: nothing to read"); };
+  const morphology::SlabGraph slabs = morphology::add_slab_granulometry(graph, plan, g, reader);
+  (void)morphology::add_granulometry_collector(graph, slabs, plan, false, nullptr, {}, {});
+  return graph;
 }
 
 const Registrar reg{{"granulometry", "size distribution of a 3D volume by openings", &granulometry_main}};

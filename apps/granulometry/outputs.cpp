@@ -138,47 +138,4 @@ void write_outputs(OutputStage& stage, const Report& r, io::H5Writer* given) {
   stage.commit();  // the three files appear together, or none does
 }
 
-ReportSink::ReportSink(std::string name, std::string dir, std::shared_ptr<Report> report, morphology::SlabPlan plan,
-                       bool size_map, std::function<void(int, int)> on_round)
-    : Task(std::move(name)), dir_(std::move(dir)), report_(std::move(report)), plan_(plan),
-      with_size_map_(size_map), on_round_(std::move(on_round)) {
-  for (int i = 0; i < plan_.workers; ++i) size_maps.push_back(input<Array>("size_map." + std::to_string(i), DType::i32));
-}
-
-void ReportSink::run(Context& ctx) {
-  auto add = [](std::vector<std::int64_t>& total, const std::vector<std::int64_t>& v) {
-    if (v.size() > total.size()) total.resize(v.size(), 0);
-    for (std::size_t n = 0; n < v.size(); ++n) total[n] += v[n];
-  };
-  if (round_ == 0) report_->remaining.clear(), report_->spectrum.clear();
-  add(report_->remaining, ctx.take(remaining));
-  add(report_->spectrum, ctx.take(spectrum));
-  for (int i = 0; i < plan_.workers; ++i) {
-    Array map = ctx.take(size_maps[static_cast<std::size_t>(i)]);
-    const morphology::Slab slab = plan_.slab(round_, i);
-    if (!with_size_map_ || slab.empty()) continue;
-    if (!h5_) {
-      h5_ = std::make_unique<io::H5Writer>(stage().path("granulometry.h5"));
-      h5_->create("/size_map", DType::i32, Shape(plan_.depth, plan_.height, plan_.width), {32, 64, 64}, true);
-      h5_->attribute("/size_map", "meaning",
-                     std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
-    }
-    if (map.shape() != Shape(slab.end - slab.first, plan_.height, plan_.width))
-      throw ConfigError(name() + ": size map " + map.shape().str() + " for planes [" + std::to_string(slab.first) +
-                        ", " + std::to_string(slab.end) + ")");
-    h5_->write_slab("/size_map", slab.first, map.memory().is_host() ? map : map.to_host());
-  }
-  ++round_;
-  if (on_round_) on_round_(round_, plan_.rounds());
-  if (round_ < plan_.rounds()) return;
-  write_outputs(stage(), *report_, h5_.get());
-  h5_.reset();
-  stage_.reset();
-}
-
-OutputStage& ReportSink::stage() {  // made where the sink runs, at its first firing
-  if (!stage_) stage_ = std::make_unique<OutputStage>(dir_, OutputKind::folder, "--output");
-  return *stage_;
-}
-
 }  // namespace weft::granulometry

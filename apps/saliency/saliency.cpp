@@ -15,6 +15,7 @@
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/flow/params.hpp"
 #include "weft/tasks/saliency/dynamic_tasks.hpp"
+#include "weft/tasks/saliency/pipeline.hpp"
 #include "weft/tasks/saliency/tasks.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #include "weft/util/error.hpp"
@@ -40,21 +41,6 @@ struct Options {
   std::int64_t sample_frames = 8;
 };
 
-/// Adds the tasks after a farm of FrameSaliency or the dynamic pathway's stateless middle: the
-/// temporal median and the dynamic map.
-struct MotionTail {
-  saliency::TemporalMedian* median = nullptr;
-  saliency::DynamicMap* map = nullptr;
-};
-MotionTail add_motion_tail(Graph& graph, const Options& o, const saliency_app::FrameInput& input) {
-  const int k = saliency::motion_scale(o.motion, input.width);
-  MotionTail t;
-  t.median = &graph.add<saliency::TemporalMedian>("motion.median", o.motion.median_frames);
-  t.map = &graph.add<saliency::DynamicMap>("motion.map", input.height, input.width, k);
-  graph.connect(t.median->out, t.map->in);
-  return t;
-}
-
 Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input, bool progress = false) {
   Graph graph;
   auto& read = graph.add<saliency_app::FrameSource>("read", input);
@@ -68,57 +54,17 @@ Graph saliency_graph(const Options& o, const saliency_app::FrameInput& input, bo
   sink.progress = progress;
   auto& write = graph.add<saliency_app::SaliencySink>("write", sink);
   graph.connect(read.out, write.frame);
-  const bool with_static = o.pathway != "dynamic", with_dynamic = o.pathway != "static";
-  const bool fused = with_static && with_dynamic;
-  std::optional<std::pair<Task*, int>> static_map, dynamic_map;  // producers of Ms and Md
-  if (o.farm > 0 && !with_dynamic) {
-    const Farm farm = graph.add_farm("static", o.farm, [](int i) {
-      return std::make_unique<saliency::StaticSaliency>("static." + std::to_string(i));
-    });
-    graph.connect(read.out, farm.in());
-    graph.connect(farm.out(), write.map);
-    return graph;
-  }
-  if (o.farm > 0) {
-    // Stateful ends around a farm of per-frame work: motion.input pairs the frames before it,
-    // motion.median follows it (the gather restores the frame order).
-    saliency::validate(o.motion);
-    auto& motion_in = graph.add<saliency::MotionInput>("motion.input", saliency::motion_scale(o.motion, input.width));
-    graph.connect(read.out, motion_in.in);
-    const Farm farm = graph.add_farm("frame", o.farm, [&](int i) {
-      return std::make_unique<saliency::FrameSaliency>("frame." + std::to_string(i), with_static, true, o.motion);
-    });
-    int port = 0;
-    if (with_static) graph.connect(read.out, farm.in(port++));
-    graph.connect(motion_in.cur, farm.in(port++));
-    graph.connect(motion_in.prev, farm.in(port++));
-    const MotionTail tail = add_motion_tail(graph, o, input);
-    if (with_static) static_map = farm.out(0);
-    graph.connect(farm.out(with_static ? 1 : 0), tail.median->in);
-    dynamic_map = std::pair<Task*, int>{tail.map, tail.map->out.index};
-  } else {
-    if (with_static) {
-      const saliency::StaticPathway path = saliency::add_static_pathway(graph, o.gabor_groups, "--gabor-groups");
-      graph.connect(read.out, path.retina->in);
-      static_map = std::pair<Task*, int>{path.normalize, path.normalize->out.index};
-    }
-    if (with_dynamic) {
-      const saliency::DynamicPathway path = saliency::add_dynamic_pathway(graph, o.motion, input.height, input.width);
-      graph.connect(read.out, path.input->in);
-      dynamic_map = std::pair<Task*, int>{path.map, path.map->out.index};
-    }
-  }
-  if (!fused) {
-    graph.connect(*(with_static ? static_map : dynamic_map), write.map);
-    return graph;
-  }
-  auto& fusion = graph.add<saliency::Fusion>("fusion");
-  graph.connect(*static_map, fusion.static_map);
-  graph.connect(*dynamic_map, fusion.dynamic_map);
-  graph.connect(fusion.out, write.map);
-  if (o.all_maps) {
-    graph.connect(*static_map, write.static_map);
-    graph.connect(*dynamic_map, write.dynamic_map);
+  saliency::PipelineOptions pipeline;
+  pipeline.pathway = o.pathway;
+  pipeline.motion = o.motion;
+  pipeline.gabor_groups = o.gabor_groups;
+  pipeline.farm = o.farm;
+  const saliency::PipelineOutputs maps =
+      saliency::add_saliency_pipeline(graph, {&read, read.out.index}, input.height, input.width, pipeline);
+  graph.connect(maps.map, write.map);
+  if (o.all_maps && maps.static_map) {
+    graph.connect(*maps.static_map, write.static_map);
+    graph.connect(*maps.dynamic_map, write.dynamic_map);
   }
   return graph;
 }

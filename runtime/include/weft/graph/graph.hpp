@@ -79,6 +79,9 @@ class Graph {
   /// Connects an output to a farm's input (or a farm's output to an input); checked when called.
   template <class T> void connect(Out<T> from, std::pair<Task*, int> to) { connect_ports(from.task, from.index, to.first, to.second); }
   template <class T> void connect(std::pair<Task*, int> from, In<T> to) { connect_ports(from.first, from.second, to.task, to.index); }
+  /// Connects ports given as (task, port index) pairs, for graphs built from parts whose types are
+  /// only known when they run (a farm's ports, pipelines built by functions); checked when called.
+  void connect(std::pair<Task*, int> from, std::pair<Task*, int> to) { connect_ports(from.first, from.second, to.first, to.second); }
 
   /// Adds a farm of `replicas` tasks made by make(i), named "<name>.<i>" by make itself, plus
   /// "<name>.scatter" and "<name>.gather". The replicas must be stateless.

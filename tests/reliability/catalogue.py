@@ -92,6 +92,7 @@ def fixtures():
         write(p("seq%03d.png" % i), png_bytes(frame(i)))
     write(p("kernel_bad.txt"), b"1 2 x\n")
     write(p("kernel3.txt"), b"1 2 1\n2 4 2\n1 2 1\n")
+    write(p("kernel_edge.txt"), b"-1 0 1\n-2 0 2\n-1 0 1\n")  # sums to 0
     write(p("config_bad.cfg"), b"tokens = -3\n")
     write(p("config_unknown.cfg"), b"colour = blue\n")
     os.makedirs(p("somedir"), exist_ok=True)
@@ -337,6 +338,15 @@ def cases():
                                             w("nope.txt")], names=["--kernel", "nope.txt"]),
         Case("filter kernel not numbers", flt + ["convolve", "--input", w("a.png"), "--output", w("o.png"),
                                                 "--kernel", w("kernel_bad.txt")], names=["kernel_bad.txt", "x"]),
+        Case("filter colour to pgm", flt + ["median", "--input", w("rgb.png"), "--output", w("o.pgm"), "--size", "3"],
+             names=["--output", "o.pgm", "--colour grey"]),
+        Case("filter colour value", flt + ["median", "--input", w("rgb.png"), "--output", w("o.png"), "--size", "3",
+                                          "--colour", "rgb"], names=["--colour", "rgb"]),
+        Case("filter normalize zero sum", flt + ["correlate", "--input", w("a.png"), "--output", w("o.png"),
+                                                "--kernel", w("kernel_edge.txt"), "--normalize"],
+             names=["--normalize", "kernel_edge.txt"]),
+        Case("filter normalize median", flt + ["median", "--input", w("a.png"), "--output", w("o.png"), "--size", "3",
+                                              "--normalize"], names=["--normalize"]),
         Case("filter even size", flt + ["median", "--input", w("a.png"), "--output", w("o.png"), "--size", "4"],
              names=["4"]),
         Case("filter border", flt + ["median", "--input", w("a.png"), "--output", w("o.png"), "--size", "3",

@@ -22,7 +22,8 @@ enum class Border : unsigned char { clamp, mirror, zero };
 [[nodiscard]] Array median(const Array& host_in, int size, Border b = Border::clamp);
 
 /// out(y,x) = Σ kernel[i*ksize+j] · in(y+i-r, x+j-r), r = ksize/2 (a correlation, like OpenCV's
-/// filter2D), ksize odd ≤ 63, for u8/u16/f16/f32 2D arrays; a 3D array is filtered slice by slice.
+/// filter2D and scipy.ndimage.correlate; scipy.ndimage.convolve is this with the kernel reversed),
+/// ksize odd ≤ 63, for u8/u16/f16/f32 2D arrays; a 3D array is filtered slice by slice.
 [[nodiscard]] Array convolve(const Array& host_in, const std::vector<float>& kernel, int ksize,
                              Border b = Border::clamp);
 /// Separable form: rows with `row` (length ksize) then columns with `column` (same length).

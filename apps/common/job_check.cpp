@@ -112,6 +112,21 @@ void check_host_memory(double bytes, const std::string& what) {
   }
 }
 
+void check_gpu_memory(double bytes, const std::string& what) {
+  const Environment* env = Environment::current();
+  const Cluster cluster = env ? env->cluster() : Cluster{{local_devices(0)}};
+  double smallest = 0;
+  for (const RankInfo& r : cluster.ranks)
+    for (const GpuInfo& g : r.gpus)
+      if (smallest == 0 || static_cast<double>(g.memory_bytes) < smallest) smallest = static_cast<double>(g.memory_bytes);
+  if (smallest > 0 && bytes > smallest) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": needs %.1f GB on a GPU, the smallest GPU of the job has %.1f GB (--devices cpu "
+                  "runs on the host)", bytes / 1e9, smallest / 1e9);
+    throw ConfigError(what + buf);
+  }
+}
+
 void check_job(int argc, char** argv, const CommonOptions& common, const std::function<JobFields()>& check) {
   const Environment* env = Environment::current();
   JobFields fields;

@@ -39,5 +39,8 @@ void check_raw_file(const std::string& path, const std::vector<std::int64_t>& ex
 
 /// ConfigError naming `what` when `bytes` of host memory exceed what this machine has.
 void check_host_memory(double bytes, const std::string& what);
+/// ConfigError naming `what` when `bytes` exceed the memory of the smallest GPU of the job (no
+/// check when the job has no GPU).
+void check_gpu_memory(double bytes, const std::string& what);
 
 }  // namespace weft::cli

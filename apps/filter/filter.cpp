@@ -171,6 +171,11 @@ int filter_main(int argc, char** argv) {
     if (o.output.empty()) throw ConfigError("--output: missing (a .png/.pgm image or FILE.h5:/dataset)");
     info = filter_app::check_input(o.input, colour);
     filter_app::check_output(o.output, info);
+    if (common.devices != "cpu") {  // one channel in and out, and float work arrays, on a GPU
+      double voxels = 1;
+      for (std::int64_t d : info.shape) voxels *= static_cast<double>(d);
+      check_gpu_memory(voxels * (2.0 * static_cast<double>(dtype_size(info.dtype)) + 8.0), "--input " + o.input);
+    }
     std::string what = std::string(dtype_name(info.dtype)) + (info.channels == 3 ? " RGB" : "");
     return JobFields{{"--input " + o.input, what + ", " + file_fingerprint(info.file)}};
   });

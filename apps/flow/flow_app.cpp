@@ -99,7 +99,7 @@ int flow_main(int argc, char** argv) {
     flow::validate(p);
     if (farm < 0) throw ConfigError("weft flow: --farm: expected N >= 0, got " + std::to_string(farm));
     if (strips < 0) throw ConfigError("weft flow: --strips: expected N >= 0, got " + std::to_string(strips));
-    return flow::app::check(in, out);
+    return flow::app::check(in, out, common.devices != "cpu");
   });
   const Environment* env = Environment::current();
   const Cluster cluster = env ? env->cluster() : Cluster{{local_devices()}};

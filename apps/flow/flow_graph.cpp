@@ -115,7 +115,7 @@ class FlowSink : public Task {
 
 }  // namespace
 
-cli::JobFields check(const FlowInput& in, const FlowOutput& out) {
+cli::JobFields check(const FlowInput& in, const FlowOutput& out, bool gpus) {
   if (in.frames.empty() == in.video.empty())
     throw ConfigError("weft flow: give either --frames A B [C ...] or --input FILE.h5:/DATASET");
   if (out.path.empty()) throw ConfigError("weft flow: --output is required");
@@ -147,9 +147,12 @@ cli::JobFields check(const FlowInput& in, const FlowOutput& out) {
   if (n < 2) throw ConfigError("weft flow: need at least 2 frames, got " + std::to_string(n));
   if (n > 2 && !out.hdf5())
     throw ConfigError("weft flow: --output " + out.path + ": a sequence of " + std::to_string(n) + " frames needs an HDF5 output (.h5)");
-  // Each pair's pyramids and the solver's fields: about 40 floats a pixel, on the host for a CPU run.
-  cli::check_host_memory(40.0 * 4.0 * static_cast<double>(height) * static_cast<double>(width),
-                         "weft flow: frames of " + std::to_string(width) + "x" + std::to_string(height));
+  // Each pair's pyramids and the solver's fields: about 40 floats a pixel, on the host for a CPU
+  // run, on each GPU that computes a pair otherwise.
+  const double bytes = 40.0 * 4.0 * static_cast<double>(height) * static_cast<double>(width);
+  const std::string what = "weft flow: frames of " + std::to_string(width) + "x" + std::to_string(height);
+  cli::check_host_memory(bytes, what);
+  if (gpus) cli::check_gpu_memory(bytes, what);
   return fields;
 }
 

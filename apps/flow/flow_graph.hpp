@@ -29,7 +29,8 @@ struct FlowOutput {
 /// Checks input and output before any frame is read (files exist, headers agree with their files
 /// and with each other, formats, the output can be written) and throws ConfigError otherwise.
 /// Returns what the ranks compare (cli::check_job): each input's fingerprint.
-[[nodiscard]] cli::JobFields check(const FlowInput& in, const FlowOutput& out);
+/// `gpus`: the pairs may run on GPUs (their memory is checked too).
+[[nodiscard]] cli::JobFields check(const FlowInput& in, const FlowOutput& out, bool gpus);
 
 /// frames -> OpticalFlow "flow" -> sink; with replicas > 1 a farm "flow.0" .. "flow.<N-1>" (between
 /// "flow.scatter" and "flow.gather") computes the pairs, flows still written in pair order.

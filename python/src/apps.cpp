@@ -64,6 +64,7 @@ class Collect final : public Task {
 
 /// Runs input → `task` → output for one array.
 py::array filter_one(const py::array& image, std::unique_ptr<Task> task, const std::string& devices) {
+  const CallTimer timer;
   const py::array keep = py::array::ensure(image, py::array::c_style);
   Array in = wrap(keep, "image");
   Graph g;
@@ -149,6 +150,7 @@ void bind_filters(py::module_& m) {
 void bind_flow(py::module_& m) {
   m.def("_flow_sequence", [](const py::array& frames, const std::string& method, const std::string& precision,
                              const py::dict& options, int replicas, const std::string& devices) {
+    const CallTimer timer;
     const py::array keep = py::array::ensure(frames, py::array::c_style);
     std::vector<Array> list = frames_of(keep, "frames");
     if (list.size() < 2) throw ConfigError("frames: need at least 2 frames, got " + std::to_string(list.size()));
@@ -184,6 +186,7 @@ void bind_flow(py::module_& m) {
 
 void bind_saliency(py::module_& m) {
   m.def("_saliency", [](const py::array& video, const std::string& pathway, int farm, const std::string& devices) {
+    const CallTimer timer;
     const py::array keep = py::array::ensure(video, py::array::c_style);
     std::vector<Array> frames = frames_of(keep, "video");
     const Shape s = frames.front().shape();

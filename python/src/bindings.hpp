@@ -37,6 +37,21 @@ struct RunOptions {
 /// Maps and runs `graph` on every rank of the job with the GIL released; returns the run's statistics.
 RunStats run_graph(Graph& graph, const RunOptions& options);
 
+/// Seconds the last application call spent in C++ (building, mapping and running its graphs), so
+/// that a benchmark can tell what the Python layer adds (bench/python/python_overhead.py).
+double& last_call_seconds();
+/// Times its scope into last_call_seconds().
+class CallTimer {
+ public:
+  CallTimer();
+  ~CallTimer();
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+ private:
+  double start_;
+};
+
 void bind_errors(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_graph(py::module_& m);

@@ -37,6 +37,7 @@ void bind_granulometry(py::module_& m) {
   m.def("_granulometry", [](const py::object& volume, const std::string& dataset, const std::string& element,
                             int max_size, const py::object& threshold, bool size_map, const std::string& devices,
                             std::int64_t slab_planes, double device_memory) {
+    const CallTimer timer;
     Volume v;
     py::array keep;
     if (!dataset.empty()) {

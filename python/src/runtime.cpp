@@ -153,6 +153,18 @@ RunStats run_graph(Graph& graph, const RunOptions& options) {
   return run.stats();
 }
 
+double& last_call_seconds() {
+  static double seconds = 0;
+  return seconds;
+}
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+CallTimer::CallTimer() : start_(now()) {}
+CallTimer::~CallTimer() { last_call_seconds() = now() - start_; }
+
 void bind_errors(py::module_& m) {
   Errors& e = errors();
   e.base = new_exception(m, "WeftError", py::reinterpret_borrow<py::object>(PyExc_Exception),
@@ -198,6 +210,7 @@ void bind_runtime(py::module_& m) {
     return ranks;
   });
   m.def("_rank", [] { return environment().rank(); });
+  m.def("_last_call_seconds", [] { return last_call_seconds(); });
   m.def("_size", [] { return environment().size(); });
   m.def("_version", [] {
     const BuildInfo b = build_info();

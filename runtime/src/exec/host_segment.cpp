@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -69,7 +70,16 @@ HostSegment::HostSegment(std::size_t bytes, const char* what) {
     }
   }
   mpi_check(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, node), "MPI_Bcast");
-  if (host_index_ != 0 && name[0]) fd_ = shm_open(name, O_RDWR, 0600);
+  if (host_index_ != 0 && name[0]) {
+    // The segment the host's first rank made: refused unless it is this user's and as large as
+    // announced (another user's object under that name, or a smaller one, would be a SIGBUS or worse).
+    fd_ = shm_open(name, O_RDWR | O_NOFOLLOW, 0600);
+    struct stat st {};
+    if (fd_ >= 0 && (fstat(fd_, &st) != 0 || st.st_uid != geteuid() || static_cast<std::size_t>(st.st_size) < bytes_)) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
   void* at = fd_ >= 0 ? mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0) : MAP_FAILED;
   int mapped = at != MAP_FAILED ? 1 : 0, everywhere = 0;
   mpi_check(MPI_Allreduce(&mapped, &everywhere, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");

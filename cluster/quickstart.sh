@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Weft quickstart: installs what is missing (apt, when run as root), configures, builds, then
-#   bash cluster/quickstart.sh run    runs the main job on an embedded sample
-#   bash cluster/quickstart.sh test   runs the whole test suite through ctest, then the CPU suite again
-#                                     with sanitizers and every fuzz harness (docs/reliability.md)
+# Weft quickstart: installs what is missing (apt, when run as root), configures, then
+#   bash cluster/quickstart.sh run    builds the `weft` program only and runs the main job on a
+#                                     generated sample volume
+#   bash cluster/quickstart.sh test   builds everything, runs the whole test suite through ctest, then
+#                                     the CPU suite again with sanitizers and every fuzz harness
+#                                     (docs/reliability.md)
+# Both configure the same build folder, so `test` after `run` rebuilds nothing of `weft`.
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), WEFT_CUDA (AUTO|ON|OFF).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,13 +34,15 @@ if command -v dpkg-query >/dev/null; then
 fi
 if ((${#missing[@]})); then
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    echo "quickstart: installing ${missing[*]}"
+    echo "quickstart: installing ${#missing[@]} packages with apt: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "quickstart: missing packages: ${missing[*]} (run as root to install them with apt)" >&2
   fi
+else
+  echo "quickstart: packages present"
 fi
 
 cuda_args=()
@@ -45,14 +50,29 @@ cuda_args=()
 [[ -z ${CMAKE_CUDA_COMPILER:-} && -x /usr/local/cuda/bin/nvcc ]] && cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}"
-cmake --build "$build" -j "$jobs"
+# The configure output goes to a log, shown only if it fails.
+echo "quickstart: configuring $build (CUDA ${WEFT_CUDA:-AUTO}; log in $build/configure.log)"
+mkdir -p "$build"
+if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >"$build/configure.log" 2>&1; then
+  cat "$build/configure.log" >&2
+  exit 1
+fi
+grep -q "CUDA implementations ON" "$build/configure.log" && cuda=on || cuda=off
+if [[ $mode == run ]]; then
+  # Only the program and the libraries it links; tests, benchmarks and examples are left for `test`.
+  echo "quickstart: building the weft program ($jobs jobs, CUDA $cuda)"
+  cmake --build "$build" -j "$jobs" --target weft
+else
+  echo "quickstart: building everything ($jobs jobs, CUDA $cuda)"
+  cmake --build "$build" -j "$jobs"
+fi
 
 # mpirun refuses root unless told; CI and containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 if [[ $mode == test ]]; then
   status=0
+  echo "quickstart: the test suite through ctest ($build)"
   (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 900) || status=1
   # The CPU suite again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
   # harness for a bounded time (docs/reliability.md). WEFT_SANITIZERS=OFF or WEFT_FUZZ=OFF skip them.
@@ -79,9 +99,14 @@ out=${OUTPUT_DIR:-weft-output}
 mkdir -p "$out"
 if "$build/apps/weft" --help | grep -q granulometry; then
   sample="$out/sample.h5"
-  [[ -f $sample ]] || "$build/apps/weft" granulometry --generate-sample "$sample" --sample-size 128
+  if [[ ! -f $sample ]]; then
+    echo "quickstart: generating a 128^3 sample volume ($sample)"
+    "$build/apps/weft" granulometry --generate-sample "$sample" --sample-size 128
+  fi
+  echo "quickstart: granulometry of the sample with balls ($out/granulometry)"
   "$build/apps/weft" granulometry --input "$sample:/exchange/data" --element ball --output "$out/granulometry"
   echo "quickstart: curve in $out/granulometry (curve.csv, curve.svg, granulometry.h5)"
 else
+  echo "quickstart: the demo graph, 1000 tokens"
   "$build/apps/weft" demo --tokens 1000
 fi

@@ -185,6 +185,27 @@ class FiringContext final : public Context {
   std::vector<std::optional<Value>>& outputs() { return outputs_; }
 
  protected:
+  // A phase's span lies on the task's lane; on a GPU, its stream's work between the two calls
+  // also on the task's GPU lane.
+  int begin_phase(std::string name) override {
+    if (!run_.trace.enabled()) return -1;
+    OpenPhase& p = phases_.emplace_back();
+    p.name = std::move(name);
+    p.start_us = run_.trace.now_us();
+    if (stream_) detail::gpu_interval_start(p.interval, node_.place.device, stream_);
+    return static_cast<int>(phases_.size()) - 1;
+  }
+  void end_phase(int id) override {
+    if (id < 0 || id >= static_cast<int>(phases_.size()) || phases_[static_cast<std::size_t>(id)].ended) return;
+    OpenPhase& p = phases_[static_cast<std::size_t>(id)];
+    p.ended = true;
+    run_.trace.add({p.name, "phase", node_.lane, index_, p.start_us, run_.trace.now_us() - p.start_us});
+    if (stream_) {
+      detail::gpu_interval_stop(p.interval, stream_);
+      run_.trace.add_gpu({std::move(p.name), "phase", detail::gpu_lane(node_.lane), index_, p.interval});
+    }
+    while (!phases_.empty() && phases_.back().ended) phases_.pop_back();  // ids of open phases stay
+  }
   Value& input_value(int index) override { return values_.at(index); }
   void put_value(int index, Value value) override {
     if (index < 0 || index >= static_cast<int>(outputs_.size()))
@@ -206,6 +227,13 @@ class FiringContext final : public Context {
   void* stream_ = nullptr;
   std::uint64_t index_ = 0;
   bool ended_ = false;
+  struct OpenPhase {
+    std::string name;
+    double start_us = 0;
+    detail::GpuInterval interval;
+    bool ended = false;
+  };
+  std::vector<OpenPhase> phases_;
 };
 
 // Brings an array to the node's place. Copies to a GPU are asynchronous: the source stays

@@ -18,8 +18,9 @@ jobs=${JOBS:-$(nproc)}
 packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmpi-bin libhdf5-dev
           libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfftw3-dev
           libpng-dev zlib1g-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py)
-# `test` also builds the CPU suite with sanitizers and the fuzzers (clang's libFuzzer).
-[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
+# `test` also builds the CPU suite with sanitizers and the fuzzers (clang's libFuzzer), and checks
+# `weft graph`'s pictures with graphviz's dot (docs/views.md).
+[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev graphviz)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "weft/util/error.hpp"
 #include "weft/util/output.hpp"

@@ -101,8 +101,11 @@ int graph_main(int argc, char** argv) {
       if (a == "--generate-sample" || a.rfind("--generate-sample=", 0) == 0)
         throw ConfigError("weft graph: --generate-sample writes a sample and runs no graph");
     }
-    if (env) env->check_everywhere([&] { check_graph_output(output, "--output"); });
-    else check_graph_output(output, "--output");
+    auto check = [&] {  // rank 0 writes it (and runs graphviz): an error there stops every rank
+      if (root) check_graph_output(output, "--output");
+    };
+    if (env) env->check_everywhere(check);
+    else check();
     bool quiet = false;
     for (const std::string& a : rest) quiet = quiet || a == "--no-progress";
     if (!quiet) rest.push_back("--no-progress");  // nothing runs: no progress to show

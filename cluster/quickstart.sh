@@ -24,8 +24,9 @@ packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmp
           python3-dev pybind11-dev python3-pybind11)
 # `test` also runs the Python package's tests (pytest, with and without mpi4py).
 [[ $mode == test ]] && packages+=(python3-pytest python3-mpi4py)
-# `test` also builds the CPU suite with sanitizers and the fuzzers (clang's libFuzzer).
-[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
+# `test` also builds the CPU suite with sanitizers and the fuzzers (clang's libFuzzer), and checks
+# `weft graph`'s pictures with graphviz's dot (docs/views.md).
+[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev graphviz)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do

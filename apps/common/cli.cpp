@@ -46,6 +46,9 @@ void add_common_options(po::options_description& desc, CommonOptions& c) {
        "where tasks may run: cpu, gpu, all, or auto (all GPUs of all ranks if there are any, else CPUs)")
       ("mapping", po::value(&c.mapping), "YAML mapping file placing tasks on ranks and devices (see mapping/README.md)")
       ("write-mapping", po::value(&c.write_mapping), "write the effective mapping to this YAML file")
+      ("write-graph", po::value(&c.write_graph),
+       "write the graph as mapped, before it runs, to this .dot file (or .svg, drawn by graphviz's dot): "
+       "tasks and ports coloured by place, edges labelled by transport (local, MPI, NCCL, CUDA IPC)")
       ("trace", po::value(&c.trace), "write a Chrome/Perfetto timeline (JSON) of tasks and copies to this file")
       ("overlap", po::value(&c.overlap)->default_value(c.overlap),
        "on: copies, transfers and kernels of different tokens overlap; off: each rank does one transfer or "

@@ -40,13 +40,15 @@ struct GraphRegistrar {
 };
 [[nodiscard]] const std::vector<AppGraph>& app_graphs();
 
-/// Options every application accepts (--devices, --mapping, --trace, --overlap, --config, --log-level,
-/// and the migration ones: --migratable, --drain, --ctl, --balance, --balance-period, --balance-threshold).
+/// Options every application accepts (--devices, --mapping, --write-mapping, --write-graph, --trace,
+/// --overlap, --config, --log-level, --no-progress, and the migration ones: --migratable, --drain,
+/// --ctl, --balance, --balance-period, --balance-threshold).
 struct CommonOptions {
   std::string devices = "auto";   ///< cpu | gpu | all | auto (all GPUs if any, else CPUs)
   std::string mapping;            ///< YAML mapping file, empty: automatic
   std::string trace;              ///< Chrome/Perfetto trace output, empty: none
   std::string write_mapping;      ///< write the effective mapping here, empty: no
+  std::string write_graph;        ///< write the mapped graph here (.dot or .svg), empty: no
   std::string overlap = "on";     ///< on | off
   std::string config;             ///< config file with option=value lines
   std::string log_level = "info";
@@ -73,13 +75,21 @@ void add_common_options(po::options_description& desc, CommonOptions& common);
 void check_common(const CommonOptions& common);
 
 /// Maps the graph (Graph::place > --mapping FILE > the application's `defaults` > automatic
-/// mapper over --devices), runs it with --overlap and the migration options, writes --trace and
-/// --write-mapping (the effective mapping, after migrations) if asked, and returns the run's
-/// statistics. Rethrows the first task error. Must be called on every rank (each builds the same graph).
+/// mapper over --devices), writes --write-graph (the graph as mapped, before it runs), runs it
+/// with --overlap and the migration options, writes --trace and --write-mapping (the effective
+/// mapping, after migrations) if asked, and returns the run's statistics. Rethrows the first task
+/// error. Must be called on every rank (each builds the same graph).
 /// `preliminary`: a pass before the job's main graph (granulometry's search for N), which --mapping
-/// was not written for: its rules that match none of this graph's tasks are not errors.
+/// was not written for: its rules that match none of this graph's tasks are not errors, and
+/// --write-graph does not show it.
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity = 4,
                          const std::vector<const weft::Mapper*>& defaults = {}, bool preliminary = false);
+
+/// `weft graph`: from now on run_graph writes --write-graph (naming `option` in its errors) and
+/// then throws GraphWritten on every rank instead of running the job's main graph; preliminary
+/// passes still run, since the main graph depends on what they find.
+void stop_after_graph(std::string option);
+struct GraphWritten {};
 
 /// Progress of a long job on stderr: a bar on a terminal; otherwise (a batch log, mpirun) a line
 /// when it starts, at most every WEFT_PROGRESS_INTERVAL seconds (default 5) with done / total and

@@ -5,8 +5,10 @@
 #include <memory>
 
 #include "common/cli.hpp"
+#include "common/graph_view.hpp"
 #include "weft/exec/control.hpp"
 #include "weft/exec/environment.hpp"
+#include "weft/exec/transports.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -45,6 +47,26 @@ Place existing_place(const std::string& text, const std::string& option, const C
   return p;
 }
 
+/// Set by `weft graph` (stop_after_graph): the option its errors name, empty for a real run.
+std::string& graph_only_option() {
+  static std::string option;
+  return option;
+}
+std::string graph_option() { return graph_only_option().empty() ? "--write-graph" : graph_only_option(); }
+
+/// Writes --write-graph on rank 0; an error there stops every rank alike.
+void write_job_graph(const Graph& graph, const Mapping& mapping, const Cluster& cluster,
+                     const std::vector<std::string>& migratable, const std::string& path) {
+  const std::vector<Transport> transports = edge_transports(graph, mapping, cluster, migratable);
+  const std::string title = "Weft graph: " + std::to_string(graph.tasks().size()) + " tasks on " +
+                            std::to_string(cluster.size()) + (cluster.size() == 1 ? " rank" : " ranks");
+  auto write = [&] {
+    if (job_rank() == 0) write_graph(path, graph_dot(graph, mapping, cluster, transports, title), graph_option());
+  };
+  if (const Environment* env = Environment::current()) env->check_everywhere(write);
+  else write();
+}
+
 std::string control_file_name(const CommonOptions& common) {
   if (!common.ctl.empty()) return common.ctl;
   if (const char* env_ctl = std::getenv("WEFT_CTL"); env_ctl && *env_ctl) return env_ctl;
@@ -75,9 +97,12 @@ void check_common(const CommonOptions& common) {
   if (job_rank() == 0) {  // rank 0 writes these and follows the control file
     if (!common.trace.empty()) check_output(common.trace, OutputKind::file, "--trace");
     if (!common.write_mapping.empty()) check_output(common.write_mapping, OutputKind::file, "--write-mapping");
+    if (!common.write_graph.empty()) check_graph_output(common.write_graph, graph_option());
     if (const std::string ctl = control_file_name(common); !ctl.empty()) claim_control_file(ctl);
   }
 }
+
+void stop_after_graph(std::string option) { graph_only_option() = std::move(option); }
 
 weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int channel_capacity,
                          const std::vector<const weft::Mapper*>& defaults, bool preliminary) {
@@ -110,6 +135,10 @@ weft::RunStats run_graph(weft::Graph& graph, const CommonOptions& common, int ch
   options.balance_threshold = common.balance_threshold;
   if (options.migratable.empty() && (!options.control_file.empty() || !options.drain.empty() || options.balance != "off"))
     options.migratable.push_back("*");
+  if (!preliminary && !common.write_graph.empty()) {
+    write_job_graph(graph, mapping, cluster, options.migratable, common.write_graph);
+    if (!graph_only_option().empty()) throw GraphWritten{};
+  }
   Executor executor(options);
   RunHandle run = executor.run(graph, mapping);
   run.wait();

@@ -80,7 +80,8 @@ class FlowSink : public Task {
     if (!stage_) stage_ = std::make_unique<OutputStage>(out_.path, OutputKind::file, "--output");
     if (t == 0 && !out_.png.empty()) {
       png_ = std::make_unique<OutputStage>(out_.png, OutputKind::file, "--png");
-      io::write_png_rgb(png_->path(), flow_to_color(h).data(), int(rows), int(cols));
+      const FlowPicture picture = flow_picture(h);  // with the colour wheel's key below the field
+      io::write_png_rgb(png_->path(), picture.rgb.data(), int(picture.rows), int(picture.cols));
     }
     if (!out_.hdf5()) {
       io::write_flo(stage_->path(), h);

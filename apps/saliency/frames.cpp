@@ -210,11 +210,16 @@ void jet(float v, float rgb[3]) {
   rgb[2] = c(v - 0.25f);
 }
 
+// The heat map is the frame with the colour of its saliency laid over it, over a white strip
+// added below that holds the colour bar: the scale from the lowest saliency (left) to the frame's
+// highest (right), at full strength. The frame keeps its pixels: (x, y) of the map is (x, y) of
+// the frame, and nothing of it is hidden.
 void write_heat_map(const std::string& path, const Array& map, const Array& frame) {
   const std::int64_t h = map.shape()[0], w = map.shape()[1];
+  const std::int64_t strip = std::clamp<std::int64_t>(h / 10, 8, 32), pad = strip / 4;
   const float* s = map.data<float>();
   const float top = std::max(*std::max_element(s, s + map.size()), 1e-30f);
-  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(3 * h * w));
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(3 * (h + strip) * w), 255);
   for (std::int64_t i = 0; i < h * w; ++i) {
     float grey;
     if (frame.dtype() == DType::u8) grey = frame.data<std::uint8_t>()[i] / 255.0f;
@@ -227,7 +232,15 @@ void write_heat_map(const std::string& path, const Array& map, const Array& fram
     for (int k = 0; k < 3; ++k)
       rgb[3 * i + k] = static_cast<std::uint8_t>(std::lround(255.0f * ((1 - alpha) * grey + alpha * c[k])));
   }
-  io::write_png_rgb(path, rgb.data(), static_cast<int>(h), static_cast<int>(w));
+  const std::int64_t first = std::min(pad, w / 4), last = w - 1 - first;  // the bar's columns
+  for (std::int64_t y = h + pad; y < h + strip - pad; ++y)
+    for (std::int64_t x = first; x <= last; ++x) {
+      float c[3];
+      jet(last > first ? static_cast<float>(x - first) / static_cast<float>(last - first) : 1.0f, c);
+      for (int k = 0; k < 3; ++k)
+        rgb[static_cast<std::size_t>(3 * (y * w + x) + k)] = static_cast<std::uint8_t>(std::lround(255.0f * c[k]));
+    }
+  io::write_png_rgb(path, rgb.data(), static_cast<int>(h + strip), static_cast<int>(w));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // bad input, colour coding, the task, and EPE on the shared Middlebury/Sintel pairs.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "flow_test_util.hpp"
@@ -114,6 +115,61 @@ TEST(FlowColour, ZeroFlowIsWhiteAndRightIsRed) {
   EXPECT_EQ(rgb[3], 255);  // red
   EXPECT_LT(rgb[4], 10);
   EXPECT_LT(rgb[5], 10);
+}
+
+// The key below the field: the field's own pixels above it, and on the wheel the colour of the
+// flow that points from its centre to the pixel, the rim standing for the largest magnitude.
+TEST(FlowColour, KeyIsTheColourWheelBelowTheField) {
+  constexpr std::int64_t kRows = 40, kCols = 50;
+  Array f = Array::host(DType::f32, Shape(kRows, kCols, 2));
+  float* p = f.data<float>();
+  for (std::int64_t i = 0; i < kRows * kCols; ++i) {
+    p[2 * i] = static_cast<float>(i % kCols) * 0.1f - 2.0f;
+    p[2 * i + 1] = static_cast<float>(i / kCols) * 0.05f - 1.0f;
+  }
+  const FlowPicture pic = flow_picture(f);
+  const auto field = flow_to_color(f);
+  ASSERT_GT(pic.rows, kRows);
+  ASSERT_GE(pic.cols, kCols);
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (std::int64_t c = 0; c < kCols * 3; ++c)
+      ASSERT_EQ(pic.rgb[static_cast<std::size_t>(r * pic.cols * 3 + c)], field[static_cast<std::size_t>(r * kCols * 3 + c)]);
+  EXPECT_NEAR(pic.max_motion, std::hypot(2.9, 1.0), 1e-5);  // the largest magnitude: the top right pixel's
+  ASSERT_GE(pic.wheel_radius, 12);
+  ASSERT_LE(pic.wheel_row + pic.wheel_radius, pic.rows - 1);
+  const auto at = [&](std::int64_t dy, std::int64_t dx) {
+    const std::size_t i = static_cast<std::size_t>(((pic.wheel_row + dy) * pic.cols + pic.wheel_col + dx) * 3);
+    return std::array<int, 3>{pic.rgb[i], pic.rgb[i + 1], pic.rgb[i + 2]};
+  };
+  EXPECT_EQ(at(0, 0), (std::array<int, 3>{255, 255, 255}));  // no motion: white
+  // Pixels at known angles on 0.9 of the radius: the colour of that flow in the field's coding.
+  const double radius = static_cast<double>(pic.wheel_radius);
+  for (int degrees = 0; degrees < 360; degrees += 30) {
+    const double a = degrees * M_PI / 180;
+    const auto dx = static_cast<std::int64_t>(std::lround(0.9 * radius * std::cos(a)));
+    const auto dy = static_cast<std::int64_t>(std::lround(0.9 * radius * std::sin(a)));
+    Array one = Array::host(DType::f32, Shape(1, 1, 2));
+    one.data<float>()[0] = static_cast<float>(dx / radius * pic.max_motion);
+    one.data<float>()[1] = static_cast<float>(dy / radius * pic.max_motion);
+    const auto want = flow_to_color(one, pic.max_motion);
+    const auto got = at(dy, dx);
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(got[c], want[c], 1) << degrees << " degrees, channel " << c;
+  }
+  // The Middlebury hues: right red, down yellow, left cyan, up blue-violet (rows grow downwards).
+  const auto right = at(0, pic.wheel_radius - 1), down = at(pic.wheel_radius - 1, 0);
+  const auto left = at(0, -pic.wheel_radius + 1), up = at(-pic.wheel_radius + 1, 0);
+  EXPECT_TRUE(right[0] > 200 && right[1] < 60 && right[2] < 60) << right[0] << " " << right[1] << " " << right[2];
+  EXPECT_TRUE(down[0] > 200 && down[1] > 150 && down[2] < 60) << down[0] << " " << down[1] << " " << down[2];
+  EXPECT_TRUE(left[0] < 60 && left[1] > 150 && left[2] > 150) << left[0] << " " << left[1] << " " << left[2];
+  EXPECT_TRUE(up[2] > 200 && up[1] < 60) << up[0] << " " << up[1] << " " << up[2];
+  // The magnitude is written right of the wheel in black; the strip is white elsewhere.
+  int ink = 0;
+  for (std::int64_t r = pic.wheel_row - pic.wheel_radius; r <= pic.wheel_row + pic.wheel_radius; ++r)
+    for (std::int64_t c = pic.wheel_col + pic.wheel_radius + 2; c < pic.cols; ++c) {
+      const std::size_t i = static_cast<std::size_t>((r * pic.cols + c) * 3);
+      ink += pic.rgb[i] == 0 && pic.rgb[i + 1] == 0 && pic.rgb[i + 2] == 0;
+    }
+  EXPECT_GT(ink, 20);
 }
 
 // A minimal context to fire the task outside a graph.

@@ -86,7 +86,22 @@ TEST_F(SaliencyApp, PngSequenceAndHeatMaps) {
     char name[32];
     std::snprintf(name, sizeof name, "saliency_%04d.png", t);
     const Array rgb = io::read_image_rgb(path("heat/") + name);
-    EXPECT_EQ(rgb.shape(), Shape(48, 64, 3));
+    // The frame's 48 rows, then a strip of 8 with the colour bar: jet from the lowest saliency
+    // (left, dark blue) to the highest (right, dark red), on white.
+    ASSERT_EQ(rgb.shape(), Shape(48 + 8, 64, 3));
+    const std::uint8_t* px = rgb.data<std::uint8_t>();
+    const std::int64_t row = 48 + 4;
+    std::int64_t first = 0, last = 63;
+    auto colour = [&](std::int64_t x) {
+      return std::vector<int>{px[(row * 64 + x) * 3], px[(row * 64 + x) * 3 + 1], px[(row * 64 + x) * 3 + 2]};
+    };
+    auto white = [&](std::int64_t x) { return colour(x) == std::vector<int>{255, 255, 255}; };
+    while (first < 64 && white(first)) ++first;
+    while (last >= 0 && white(last)) --last;
+    ASSERT_LT(first + 32, last) << "a bar along the strip";
+    EXPECT_EQ(colour(first), (std::vector<int>{0, 0, 128})) << "jet(0)";
+    EXPECT_EQ(colour(last), (std::vector<int>{128, 0, 0})) << "jet(1)";
+    EXPECT_EQ(colour((first + last) / 2)[1], 255) << "green in the middle";
   }
   // A list of files is the same sequence.
   const Outcome list = run("--input " + path("frame001.png") + "," + path("frame002.png") + " " + path("frame003.png") +

@@ -6,6 +6,7 @@
 #include "weft/exec/executor.hpp"
 #include "weft/exec/host_segment.hpp"
 #include "weft/exec/host_turns.hpp"
+#include "weft/exec/transports.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/graph/task.hpp"
 #include "weft/graph/value.hpp"

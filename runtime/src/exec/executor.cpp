@@ -33,8 +33,8 @@
 #include "exec/remote.hpp"
 #include "exec/state_transfer.hpp"
 #include "exec/stream_timer.hpp"
+#include "exec/transports.hpp"
 #include "transport/nccl.hpp"
-#include "transport/peer.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/control.hpp"
 #include "weft/exec/environment.hpp"
@@ -185,6 +185,27 @@ class FiringContext final : public Context {
   std::vector<std::optional<Value>>& outputs() { return outputs_; }
 
  protected:
+  // A phase's span lies on the task's lane; on a GPU, its stream's work between the two calls
+  // also on the task's GPU lane.
+  int begin_phase(std::string name) override {
+    if (!run_.trace.enabled()) return -1;
+    OpenPhase& p = phases_.emplace_back();
+    p.name = std::move(name);
+    p.start_us = run_.trace.now_us();
+    if (stream_) detail::gpu_interval_start(p.interval, node_.place.device, stream_);
+    return static_cast<int>(phases_.size()) - 1;
+  }
+  void end_phase(int id) override {
+    if (id < 0 || id >= static_cast<int>(phases_.size()) || phases_[static_cast<std::size_t>(id)].ended) return;
+    OpenPhase& p = phases_[static_cast<std::size_t>(id)];
+    p.ended = true;
+    run_.trace.add({p.name, "phase", node_.lane, index_, p.start_us, run_.trace.now_us() - p.start_us});
+    if (stream_) {
+      detail::gpu_interval_stop(p.interval, stream_);
+      run_.trace.add_gpu({std::move(p.name), "phase", detail::gpu_lane(node_.lane), index_, p.interval});
+    }
+    while (!phases_.empty() && phases_.back().ended) phases_.pop_back();  // ids of open phases stay
+  }
   Value& input_value(int index) override { return values_.at(index); }
   void put_value(int index, Value value) override {
     if (index < 0 || index >= static_cast<int>(outputs_.size()))
@@ -206,6 +227,13 @@ class FiringContext final : public Context {
   void* stream_ = nullptr;
   std::uint64_t index_ = 0;
   bool ended_ = false;
+  struct OpenPhase {
+    std::string name;
+    double start_us = 0;
+    detail::GpuInterval interval;
+    bool ended = false;
+  };
+  std::vector<OpenPhase> phases_;
 };
 
 // Brings an array to the node's place. Copies to a GPU are asynchronous: the source stays
@@ -579,125 +607,6 @@ void drive(State& run, Node& node) {
   }
 }
 
-// Which cross-rank edges NCCL carries: both ends on GPUs, distinct physical GPUs, one device per
-// rank for the communicator, every rank with a GPU (NCCL's bootstrap is collective), no cycle
-// between ranks, and no edge closing a loop among the pairs of ranks already chosen (it goes
-// through MPI). A rank's NCCL calls run in order on one stream and a large send ends only once
-// its peer's stream reached the matching receive: with 0->1, 1->2 and 0->2 through NCCL, rank 0
-// sending to 1 then 2, rank 1 sending to 2 before receiving from 0 and rank 2 receiving from 0
-// before 1 would each wait for the next; along a forest of pairs every chain of waits ends.
-// (Sending the way back of a cycle through MPI instead of giving up NCCL hung the migration GPU
-// test; why is not understood.) Several edges between two ranks keep one order of sends
-// and receives (remote.cpp, NcclOrder).
-std::set<std::ptrdiff_t> choose_nccl_edges(const detail::RunPlan& plan, const Cluster& cluster,
-                                           std::vector<int>& device_of_rank) {
-  std::set<std::ptrdiff_t> chosen;
-  device_of_rank.assign(cluster.size(), -1);
-  const char* off = std::getenv("WEFT_NCCL");
-  if (!detail::nccl_compiled() || (off && std::string(off) == "0")) return chosen;
-  for (const auto& r : cluster.ranks)
-    if (r.gpus.empty()) return chosen;
-  std::map<std::pair<int, int>, bool> links;
-  std::vector<int> parent(cluster.size());  // union-find over the ranks the chosen pairs connect
-  for (int r = 0; r < cluster.size(); ++r) parent[r] = r;
-  auto root = [&](int r) {
-    while (parent[r] != r) r = parent[r] = parent[parent[r]];
-    return r;
-  };
-  for (std::size_t i = 0; i < plan.links.size(); ++i) {
-    const detail::Vertex& from = plan.vertices[plan.links[i].from];
-    const detail::Vertex& to = plan.vertices[plan.links[i].to];
-    Place a = from.place, b = to.place;
-    if (!a.is_gpu() || !b.is_gpu() || a.rank == b.rank) continue;
-    // Arrays on the GPU of each end: a computing task's, or those a migratable task's router or
-    // merger forwards on a GPU (its producer's or consumer's). A token found elsewhere when it is
-    // sent goes through the host (remote.cpp checks each one).
-    auto on_gpu = [](const detail::Vertex& v) {
-      return v.role == detail::Vertex::router || v.role == detail::Vertex::merger ? v.place.is_gpu() : v.moves_data();
-    };
-    if (!on_gpu(from) || !on_gpu(to)) continue;
-    const auto& ga = cluster.ranks[a.rank].gpus.at(a.device);
-    const auto& gb = cluster.ranks[b.rank].gpus.at(b.device);
-    if (ga.uuid == gb.uuid && cluster.ranks[a.rank].host == cluster.ranks[b.rank].host) continue;  // one GPU, two ranks
-    const bool known = links.count({a.rank, b.rank}) || links.count({b.rank, a.rank});
-    if (!known && root(a.rank) == root(b.rank)) continue;  // would close a loop of ranks: MPI
-    auto bind = [&](int rank, int device) {
-      if (device_of_rank[rank] < 0) device_of_rank[rank] = device;
-      return device_of_rank[rank] == device;
-    };
-    if (!bind(a.rank, a.device) || !bind(b.rank, b.device)) continue;
-    chosen.insert(static_cast<std::ptrdiff_t>(i));
-    links[{a.rank, b.rank}] = true;
-    parent[root(a.rank)] = root(b.rank);
-  }
-  // No cycle between ranks (depth-first search over the rank graph).
-  std::vector<int> colour(cluster.size(), 0);
-  std::function<bool(int)> cyclic = [&](int r) {
-    colour[r] = 1;
-    for (const auto& [link, _] : links)
-      if (link.first == r && (colour[link.second] == 1 || (colour[link.second] == 0 && cyclic(link.second)))) return true;
-    colour[r] = 2;
-    return false;
-  };
-  for (int r = 0; r < cluster.size(); ++r)
-    if (colour[r] == 0 && cyclic(r)) {
-      chosen.clear();
-      break;
-    }
-  if (chosen.empty()) return chosen;
-  // Every rank joins the communicator, each on its own physical GPU (NCCL refuses two ranks on one
-  // GPU: "invalid usage"): ranks without NCCL edges take a GPU no other rank uses, else no NCCL.
-  std::set<std::pair<std::string, std::string>> used;  // (host, GPU UUID)
-  auto key = [&](int rank, int device) {
-    return std::make_pair(cluster.ranks[rank].host, cluster.ranks[rank].gpus.at(device).uuid);
-  };
-  for (int r = 0; r < cluster.size(); ++r)
-    if (device_of_rank[r] >= 0 && !used.insert(key(r, device_of_rank[r])).second) return {};
-  for (int r = 0; r < cluster.size(); ++r) {
-    if (device_of_rank[r] >= 0) continue;
-    for (int d = 0; d < static_cast<int>(cluster.ranks[r].gpus.size()) && device_of_rank[r] < 0; ++d)
-      if (used.insert(key(r, d)).second) device_of_rank[r] = d;
-    if (device_of_rank[r] < 0) return {};
-  }
-  return chosen;
-}
-
-// How cross-rank link `link` carries device arrays (the same on both ends). Where NCCL
-// does not carry it, CUDA IPC does (transport/peer.hpp) between two ranks of one host whose
-// receiving rank has a GPU: no host staging, no MPI payload, and, unlike NCCL, nothing to match
-// between the ranks, so loops of ranks (a farm's items out and results back) qualify. Any array
-// the sender finds on a GPU goes so, whatever the ends' places (a farm's scatter and gather on a
-// CPU forward GPU arrays): onto the receiving task's GPU, or, for a task on a CPU, into host
-// memory through a GPU of the receiving rank (the first its tasks use). Arrays on the very GPU
-// that receives them (ranks sharing one GPU) are staged through the host as before: with CUDA IPC
-// there, runtime_migration_gpu_test_np2 hung once (4xH200, CUDA_VISIBLE_DEVICES=0) and failed once
-// on rank 1 (one H200), while between distinct GPUs every GPU test passed.
-// WEFT_PEER_IPC=0 turns it off.
-detail::EdgeTransport edge_transport(const detail::RunPlan& plan, const Cluster& cluster, std::size_t link, bool nccl) {
-  detail::EdgeTransport how;
-  how.nccl = nccl;
-  const detail::Vertex& to = plan.vertices[plan.links[link].to];
-  const int sending = plan.vertices[plan.links[link].from].place.rank, receiving = to.place.rank;
-  if (nccl || !detail::peer_ipc_enabled() || sending == receiving) return how;
-  const RankInfo& sender = cluster.ranks.at(sending);
-  const RankInfo& receiver = cluster.ranks.at(receiving);
-  if (sender.host != receiver.host || receiver.gpus.empty()) return how;
-  if (to.place.is_gpu()) {
-    how.device = to.place.device;
-  } else {
-    how.to_host = true;
-    for (const detail::Vertex& v : plan.vertices)
-      if (v.place.rank == receiving && v.place.is_gpu() && (how.device < 0 || v.place.device < how.device))
-        how.device = v.place.device;
-    if (how.device < 0) how.device = receiving % static_cast<int>(receiver.gpus.size());  // no GPU task there
-  }
-  const std::string& uuid = receiver.gpus.at(how.device).uuid;
-  for (const GpuInfo& g : sender.gpus)
-    if (g.uuid != uuid) how.ipc_devices.push_back(g.index);
-  how.peer = !how.ipc_devices.empty();
-  return how;
-}
-
 // Rank 0 follows the control file (`weft ctl` appends one command per line): "migrate TASK PLACE",
 // "drain PLACE", "undrain PLACE". The run follows what is sent while it runs; a bad line is logged
 // (escaped) and skipped, since a typo must not stop a running job.
@@ -892,23 +801,18 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   if (run.options.balance_period <= 0)
     throw ConfigError("balance period: must be positive, got " + std::to_string(run.options.balance_period));
 
-  // Links between GPUs of different ranks go through NCCL where it can carry them; every rank
-  // makes the same choice from the same graph, mapping and cluster.
-  std::set<std::ptrdiff_t> nccl_edges;
-  if (env && env->distributed() && env->size() > 1) {
-    std::vector<int> device_of_rank;
-    nccl_edges = choose_nccl_edges(plan, env->cluster(), device_of_rank);
-    run.nccl_edges = static_cast<int>(nccl_edges.size());
-    if (!nccl_edges.empty())
-      detail::nccl_init(detail::RemoteLinks::communicator(), device_of_rank[run.rank]);
-  }
+  // Links between GPUs of different ranks go through NCCL or CUDA IPC where they can carry them;
+  // every rank makes the same choice from the same graph, mapping and cluster.
   const bool distributed = env && env->distributed() && env->size() > 1;
   std::vector<detail::EdgeTransport> transports;  // per link, the same on every rank
-  if (distributed)
-    for (std::size_t id = 0; id < plan.links.size(); ++id) {
-      transports.push_back(edge_transport(plan, env->cluster(), id, nccl_edges.count(static_cast<std::ptrdiff_t>(id)) != 0));
-      run.peer_edges += transports.back().peer ? 1 : 0;
-    }
+  if (distributed) {
+    detail::LinkTransports chosen = detail::plan_transports(plan, env->cluster());
+    run.nccl_edges = chosen.nccl_edges;
+    run.peer_edges = chosen.peer_edges;
+    if (chosen.nccl_edges > 0)
+      detail::nccl_init(detail::RemoteLinks::communicator(), chosen.device_of_rank[run.rank]);
+    transports = std::move(chosen.links);
+  }
   if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
   if (run.remote) run.remote->set_trace(&run.trace);
   detail::Migrations::Post post;

@@ -69,6 +69,11 @@ struct Header {
   }
 };
 
+// Where an arrow leaves a send span or reaches a receive span: just after the span's start
+// (the send submitted, the header arrived), so that it points forward in time, yet strictly
+// inside the span for the viewer to bind it there.
+double flow_point(double start_us, double end_us) { return start_us + std::min(0.5, (end_us - start_us) / 2); }
+
 // A copy of a token's array on an edge: its host span on `lane` from c0 until now and its GPU
 // interval on the lane's GPU lane, both named `what`.
 void trace_copy(TraceRecorder& trace, const std::string& what, int lane, std::uint64_t token, double c0,
@@ -417,7 +422,12 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
     try {
       int credits = 0;
       std::deque<std::vector<std::shared_ptr<Op>>> in_flight;
-      std::deque<std::pair<std::uint64_t, double>> traced;  // token and submit time of in_flight
+      struct Traced {
+        std::uint64_t token;  // ~0: the end of the stream, not drawn
+        double submitted;
+        bool marker;
+      };
+      std::deque<Traced> traced;  // of in_flight
       std::deque<std::pair<std::shared_ptr<Event>, Array>> nccl_in_flight;
       const bool serial = !impl->options.overlap;
       while (true) {
@@ -527,15 +537,18 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
         }
         if (!t.end) --credits;
         in_flight.push_back(std::move(ops));
-        traced.emplace_back(t.end ? ~std::uint64_t{0} : t.index, t0);
+        traced.push_back({t.end ? ~std::uint64_t{0} : t.index, t0, t.marker > 0});
         // Double buffering: at most two tokens' sends outstanding per edge (none with overlap off).
         while (in_flight.size() > (serial ? 0u : 2u) || (t.end && !in_flight.empty())) {
           for (auto& op : in_flight.front())
             if (!impl->wait(op)) return;
           in_flight.pop_front();
-          if (impl->trace && traced.front().first != ~std::uint64_t{0})  // from submission to completion of its MPI messages
-            impl->trace->add({"send", "send", lane, traced.front().first, traced.front().second,
-                              impl->trace->now_us() - traced.front().second});
+          if (impl->trace && traced.front().token != ~std::uint64_t{0}) {  // from submission to completion of its MPI messages
+            const Traced& s = traced.front();
+            const double now = impl->trace->now_us();
+            impl->trace->add({"send", "send", lane, s.token, s.submitted, now - s.submitted});
+            impl->trace->add_flow({flow_id(id, s.token, s.marker), lane, s.token, flow_point(s.submitted, now), true});
+          }
           traced.pop_front();
         }
         if (t.end) {
@@ -683,8 +696,11 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
           }
         }
         bool end = t.end;
-        if (impl->trace && !end)  // from the header's arrival to the payload's (or its NCCL receive queued)
-          impl->trace->add({"receive", "recv", lane, t.index, t0, impl->trace->now_us() - t0});
+        if (impl->trace && !end) {  // from the header's arrival to the payload's (or its NCCL receive queued)
+          const double now = impl->trace->now_us();
+          impl->trace->add({"receive", "recv", lane, t.index, t0, now - t0});
+          impl->trace->add_flow({flow_id(id, t.index, t.marker > 0), lane, t.index, flow_point(t0, now), false});
+        }
         const double p0 = impl->trace && !end ? impl->trace->now_us() : 0;
         const std::uint64_t index = t.index;
         if (!sink->push(std::move(t))) return;

@@ -18,6 +18,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <vector>
 
 #include "exec/channel.hpp"
+#include "exec/transports.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/executor.hpp"
 
@@ -50,17 +51,6 @@ class SerialPause {
   SerialPause& operator=(const SerialPause&) = delete;
  private:
   std::unique_lock<std::mutex>* paused_ = nullptr;
-};
-
-/// How a cross-rank edge carries device arrays; every rank derives it alike from the plan.
-struct EdgeTransport {
-  bool nccl = false;  ///< GPU to GPU through NCCL
-  bool peer = false;  ///< through CUDA IPC (ranks of one host, transport/peer.hpp)
-  /// With `peer`: the sender's GPUs whose arrays go through CUDA IPC (those physically distinct
-  /// from `device`); arrays elsewhere are staged through the host.
-  std::vector<int> ipc_devices;
-  int device = -1;       ///< with `peer`: the receiving rank's GPU that copies the arrays in
-  bool to_host = false;  ///< with `peer`: the arrays land in host memory (a consumer on a CPU)
 };
 
 class RemoteLinks {

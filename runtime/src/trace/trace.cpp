@@ -23,6 +23,12 @@ std::string TraceRecorder::events_json(int rank, double clock_offset_us) const {
     events.push_back({{"name", s.name}, {"cat", s.category}, {"ph", "X"}, {"pid", rank}, {"tid", s.lane},
                       {"ts", s.start_us + clock_offset_us}, {"dur", s.duration_us}, {"args", args}});
   }
+  // "bp": "e" binds each end to the span that encloses it (the send's, the receive's), which a
+  // viewer draws the arrow between; without it the receive's end would bind to the next span.
+  for (const FlowPoint& f : flows_)
+    events.push_back({{"name", "token"}, {"cat", "flow"}, {"ph", f.start ? "s" : "f"}, {"bp", "e"},
+                      {"id", f.id}, {"pid", rank}, {"tid", f.lane}, {"ts", f.at_us + clock_offset_us},
+                      {"args", {{"token", f.token}}}});
   std::string text;
   for (const auto& e : events) text += (text.empty() ? "" : ",\n") + e.dump();
   return text;

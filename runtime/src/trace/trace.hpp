@@ -35,6 +35,22 @@ struct GpuSpan {
   GpuInterval interval;
 };
 
+/// One end of an arrow from a token's send on one rank to its receive on another (a Chrome trace
+/// flow event): bound to the span around `at_us` on `lane`, the send or the receive span.
+struct FlowPoint {
+  std::uint64_t id;  ///< the same at both ends: flow_id(edge, token, marker)
+  int lane;
+  std::uint64_t token;
+  double at_us;
+  bool start;  ///< the send's end (true) or the receive's (false)
+};
+/// Tells a token's two ends apart from every other token's of the run: the edge, the token and
+/// whether it is a migration marker, never 0 and within the 53 bits a JSON number holds exactly.
+[[nodiscard]] constexpr std::uint64_t flow_id(int edge, std::uint64_t token, bool marker) noexcept {
+  return (static_cast<std::uint64_t>((edge & 0x7ffff) + 1) << 33) | (std::uint64_t{marker} << 32) |
+         (token & 0xffffffffu);
+}
+
 /// The lane that shows a host lane's GPU work.
 [[nodiscard]] constexpr int gpu_lane(int lane) noexcept { return 100000 + lane; }
 /// The lane of a cross-rank edge's sender or receiver (its NCCL transfers on gpu_lane of it).
@@ -60,6 +76,11 @@ class TraceRecorder {
     std::lock_guard lock(mutex_);
     gpu_spans_.push_back(std::move(span));
   }
+  void add_flow(FlowPoint point) {
+    if (!enabled_) return;
+    std::lock_guard lock(mutex_);
+    flows_.push_back(point);
+  }
   void name_lane(int lane, std::string name) {
     std::lock_guard lock(mutex_);
     if (named_.insert(lane).second) lanes_.emplace_back(lane, std::move(name));
@@ -73,6 +94,7 @@ class TraceRecorder {
   mutable std::mutex mutex_;
   mutable std::vector<Span> spans_;
   mutable std::vector<GpuSpan> gpu_spans_;  // resolved into spans_ (events released) when first written
+  std::vector<FlowPoint> flows_;
   std::vector<std::pair<int, std::string>> lanes_;
   std::set<int> named_;
 };

@@ -1,9 +1,12 @@
 // Middlebury colour coding (Baker et al. colour wheel) and end-point error.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
 
 #include "weft/tasks/flow/colour.hpp"
+
+#include "colour_wheel.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::flow {
@@ -31,32 +34,45 @@ std::vector<std::array<float, 3>> color_wheel() {
 bool known(float u, float v) { return std::isfinite(u) && std::isfinite(v) && std::fabs(u) < 1e9f && std::fabs(v) < 1e9f; }
 }  // namespace
 
+namespace detail {
+
+void wheel_colour(double fu, double fv, std::uint8_t rgb[3]) {
+  static const auto wheel = color_wheel();
+  const int ncols = static_cast<int>(wheel.size());
+  const double rad = std::hypot(fu, fv);
+  const double a = std::atan2(-fv, -fu) / M_PI;
+  const double fk = (a + 1) / 2 * (ncols - 1);
+  const int k0 = static_cast<int>(fk), k1 = (k0 + 1) % ncols;
+  const double t = fk - k0;
+  for (int c = 0; c < 3; ++c) {
+    double col = ((1 - t) * wheel[k0][c] + t * wheel[k1][c]) / 255.0;
+    col = rad <= 1 ? 1 - rad * (1 - col) : col * 0.75;
+    rgb[c] = static_cast<std::uint8_t>(std::lround(255 * col));
+  }
+}
+
+double coding_scale(const Array& host_flow, double max_motion) {
+  const float* f = host_flow.data<float>();
+  const std::int64_t n = host_flow.shape()[0] * host_flow.shape()[1];
+  double maxrad = max_motion;
+  if (maxrad <= 0)
+    for (std::int64_t i = 0; i < n; ++i)
+      if (known(f[2 * i], f[2 * i + 1])) maxrad = std::max(maxrad, std::hypot(double(f[2 * i]), double(f[2 * i + 1])));
+  return maxrad > 0 ? maxrad : 1;
+}
+
+}  // namespace detail
+
 std::vector<std::uint8_t> flow_to_color(const Array& flow, double max_motion) {
   check_flow(flow, "flow_to_color");
   const Array h = flow.memory().is_host() ? flow : flow.to_host();
   const float* f = h.data<float>();
   const std::int64_t n = h.shape()[0] * h.shape()[1];
-  double maxrad = max_motion;
-  if (maxrad <= 0)
-    for (std::int64_t i = 0; i < n; ++i)
-      if (known(f[2 * i], f[2 * i + 1])) maxrad = std::max(maxrad, std::hypot(double(f[2 * i]), double(f[2 * i + 1])));
-  if (maxrad <= 0) maxrad = 1;
-  static const auto wheel = color_wheel();
-  const int ncols = static_cast<int>(wheel.size());
+  const double maxrad = detail::coding_scale(h, max_motion);
   std::vector<std::uint8_t> rgb(static_cast<std::size_t>(n) * 3, 0);
   for (std::int64_t i = 0; i < n; ++i) {
     const float u = f[2 * i], v = f[2 * i + 1];
-    if (!known(u, v)) continue;
-    const double fu = u / maxrad, fv = v / maxrad, rad = std::hypot(fu, fv);
-    const double a = std::atan2(-fv, -fu) / M_PI;
-    const double fk = (a + 1) / 2 * (ncols - 1);
-    const int k0 = static_cast<int>(fk), k1 = (k0 + 1) % ncols;
-    const double t = fk - k0;
-    for (int c = 0; c < 3; ++c) {
-      double col = ((1 - t) * wheel[k0][c] + t * wheel[k1][c]) / 255.0;
-      col = rad <= 1 ? 1 - rad * (1 - col) : col * 0.75;
-      rgb[3 * i + c] = static_cast<std::uint8_t>(std::lround(255 * col));
-    }
+    if (known(u, v)) detail::wheel_colour(u / maxrad, v / maxrad, &rgb[3 * static_cast<std::size_t>(i)]);
   }
   return rgb;
 }

@@ -79,6 +79,7 @@ GranulometryResult run_granulometry(Backend& backend, const GranulometryOptions&
   result.remaining.assign(static_cast<std::size_t>(last) + 2, 0);
   result.remaining[0] = total;
   for (int n = 1; n <= last + 1; ++n) {
+    if (options.on_size_start) options.on_size_start(n, last);
     const std::int64_t r = radius_limit(element, n);
     if (total > 0 && r < max_distance) backend.opening_count(n, r, options.size_map && n <= last, &result.remaining[n]);
     if (options.on_size && n <= last) options.on_size(n, last);

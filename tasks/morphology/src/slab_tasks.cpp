@@ -19,6 +19,7 @@
 #endif
 
 #include "env_count.hpp"
+#include "size_phases.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
@@ -699,7 +700,7 @@ void SlabGranulometry::run(Context& ctx) {
   const SlabPlanes p = ctx.take(slab);
   check_planes(p, m, name());
   if (p[1] <= p[0]) return put(ctx, empty_result(options_.max_size));
-  put(ctx, granulometry_cpu(m, options_for(p)));
+  put(ctx, detail::with_size_phases(ctx, options_for(p), [&](const GranulometryOptions& o) { return granulometry_cpu(m, o); }));
 }
 
 #if defined(WEFT_HAVE_CUDA)
@@ -709,7 +710,8 @@ void SlabGranulometry::run_cuda(Context& ctx) {
   const SlabPlanes p = ctx.take(slab);
   check_planes(p, m, name());
   if (p[1] <= p[0]) return put(ctx, empty_result(options_.max_size));
-  put(ctx, granulometry_gpu(m, options_for(p), ctx.stream()));
+  put(ctx, detail::with_size_phases(ctx, options_for(p),
+                                    [&](const GranulometryOptions& o) { return granulometry_gpu(m, o, ctx.stream()); }));
 }
 #else
 bool SlabGranulometry::has_cuda() const { return false; }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "size_phases.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
 
@@ -48,11 +49,18 @@ void Granulometry::put(Context& ctx, GranulometryResult result) {
   ctx.put(size_map, std::move(result.size_map));
 }
 
-void Granulometry::run(Context& ctx) { put(ctx, granulometry_cpu(ctx.take(in), options_)); }
+void Granulometry::run(Context& ctx) {
+  const Array mask = ctx.take(in);
+  put(ctx, detail::with_size_phases(ctx, options_, [&](const GranulometryOptions& o) { return granulometry_cpu(mask, o); }));
+}
 
 #if defined(WEFT_HAVE_CUDA)
 bool Granulometry::has_cuda() const { return true; }
-void Granulometry::run_cuda(Context& ctx) { put(ctx, granulometry_gpu(ctx.take(in), options_, ctx.stream())); }
+void Granulometry::run_cuda(Context& ctx) {
+  const Array mask = ctx.take(in);
+  put(ctx, detail::with_size_phases(
+               ctx, options_, [&](const GranulometryOptions& o) { return granulometry_gpu(mask, o, ctx.stream()); }));
+}
 #else
 bool Granulometry::has_cuda() const { return false; }
 void Granulometry::run_cuda(Context& ctx) { Task::run_cuda(ctx); }

@@ -175,10 +175,42 @@ class Context {
   /// something outside the graph polls it, so that it does not keep the run from ending.
   [[nodiscard]] virtual bool cancelled() const { return false; }
 
+  class Phase;
+  /// A named step of this firing, from now until the returned Phase is destroyed: a span inside
+  /// the task's own in --trace (on a GPU, with the work queued on its stream meanwhile). Does
+  /// nothing without a trace.
+  ///   for (int n = 1; n <= last; ++n) { auto p = ctx.phase("size " + std::to_string(n)); step(n); }
+  [[nodiscard]] Phase phase(std::string name);
+
  protected:
+  /// Tracing contexts record phases: begin_phase returns an id that end_phase receives (-1: none).
+  virtual int begin_phase(std::string /*name*/) { return -1; }
+  virtual void end_phase(int /*id*/) {}
+
   virtual Value& input_value(int index) = 0;
   virtual void put_value(int index, Value value) = 0;
   [[noreturn]] void throw_kind_mismatch(int port, int asked) const;
 };
+
+/// A phase of a firing (Context::phase); ends when destroyed, or earlier with end().
+class Context::Phase {
+ public:
+  Phase(Context& context, std::string name) : context_(&context), id_(context.begin_phase(std::move(name))) {}
+  Phase(Phase&& other) noexcept : context_(other.context_), id_(other.id_) { other.context_ = nullptr; }
+  Phase& operator=(Phase&&) = delete;
+  Phase(const Phase&) = delete;
+  Phase& operator=(const Phase&) = delete;
+  ~Phase() { end(); }
+  void end() {
+    if (context_ && id_ >= 0) context_->end_phase(id_);
+    context_ = nullptr;
+  }
+
+ private:
+  Context* context_;
+  int id_;
+};
+
+inline Context::Phase Context::phase(std::string name) { return Phase(*this, std::move(name)); }
 
 }  // namespace weft

@@ -22,6 +22,9 @@ struct GranulometryOptions {
   bool size_map = false;  ///< also compute the opening function
   /// Called after each size is done (n, last n), e.g. for a progress bar; may be empty.
   std::function<void(int, int)> on_size;
+  /// Called before the opening of each size n = 1 .. last + 1 (the last one checks that nothing
+  /// remains), e.g. to mark a phase of the task in a trace; may be empty.
+  std::function<void(int, int)> on_size_start;
   /// Planes [first_plane, end_plane) of axis 0 are counted (and make the size map); the others
   /// are a halo that only shapes the openings, for a slab of a larger volume (slabs.hpp says how
   /// wide it must be). end_plane −1: the last plane. With a halo, max_size must be given.

@@ -16,6 +16,7 @@ namespace detail {
 extern const char* const kGitCommit;  // generated (cmake/version.cmake)
 }  // namespace detail
 
+#if defined(WEFT_HAVE_CUDA)
 namespace {
 
 std::string dotted(int v) {  // CUDA's 12040 -> 12.4
@@ -23,6 +24,7 @@ std::string dotted(int v) {  // CUDA's 12040 -> 12.4
 }
 
 }  // namespace
+#endif
 
 BuildInfo build_info() {
   BuildInfo info;

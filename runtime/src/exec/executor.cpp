@@ -895,7 +895,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     for (int d : devices) detail::warm_device(d);
   }
   run.start = std::chrono::steady_clock::now();
-  detail::activity().runs.fetch_add(1);  // until wait(): the liveness watch knows a run is on
+  detail::active_runs().fetch_add(1);  // until wait(): the liveness watch knows a run is on
   if (run.remote) run.remote->start([state](std::exception_ptr e) { state->fail(e, nullptr); });
   for (auto& n : run.nodes) {
     Node* node = n.get();
@@ -947,7 +947,11 @@ void RunHandle::wait() {
   State& run = *state_;
   if (!run.waited) {
     for (auto& t : run.threads) t.join();
-    detail::activity().runs.fetch_sub(1);
+    // The run counts as on (for the liveness watch) until its end-of-run agreement and trace are
+    // done: ranks that wait in it for a rank that still waits for tokens are stalled, not idle.
+    const struct Ended {
+      ~Ended() { detail::active_runs().fetch_sub(1); }
+    } ended;
     run.finished = true;
     for (auto& t : run.helpers) t.join();
     // Where each migratable task ended: its router's rank knows, every rank learns it below.

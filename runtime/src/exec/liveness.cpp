@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,8 +36,38 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 }  // namespace
 
-Activity& activity() {
-  static Activity a;
+namespace {
+// Every thread's counters, never freed: a finished thread's count stays part of the sum.
+std::mutex g_threads_mutex;
+std::vector<ThreadActivity*>& all_threads() {
+  static std::vector<ThreadActivity*> threads;
+  return threads;
+}
+}  // namespace
+
+ThreadActivity& thread_activity() {
+  thread_local ThreadActivity* mine = [] {
+    auto* a = new ThreadActivity;
+    std::lock_guard lock(g_threads_mutex);
+    all_threads().push_back(a);
+    return a;
+  }();
+  return *mine;
+}
+
+std::atomic<int>& active_runs() {
+  static std::atomic<int> runs{0};
+  return runs;
+}
+
+Activity activity() {
+  Activity a;
+  a.runs = active_runs().load(std::memory_order_relaxed);
+  std::lock_guard lock(g_threads_mutex);
+  for (const ThreadActivity* t : all_threads()) {
+    a.firing += t->firing.load(std::memory_order_relaxed);
+    a.progress += t->progress.load(std::memory_order_relaxed);
+  }
   return a;
 }
 
@@ -117,9 +148,10 @@ struct Watchdog::Impl {
   Beat mine(std::int32_t kind) const {
     Beat b;
     b.kind = kind;
-    b.runs = activity().runs.load();
-    b.firing = activity().firing.load();
-    b.progress = activity().progress.load();
+    const Activity now = activity();
+    b.runs = now.runs;
+    b.firing = now.firing;
+    b.progress = now.progress;
     return b;
   }
 

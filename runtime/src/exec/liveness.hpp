@@ -19,25 +19,44 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 
 namespace weft::detail {
 
-/// What this process is doing, read by its watch thread.
-struct Activity {
-  std::atomic<int> runs{0};                ///< runs started and not yet waited for
-  std::atomic<int> firing{0};              ///< task firings in progress
+/// What one thread did, written by it alone (its own cache line: a firing costs no shared write).
+struct alignas(64) ThreadActivity {
+  std::atomic<int> firing{0};              ///< firings in progress on this thread (0 or 1)
   std::atomic<std::uint64_t> progress{0};  ///< firings ended and messages completed, ever
 };
-[[nodiscard]] Activity& activity();
+/// This thread's counters, registered on first use and kept (with what they counted) after it ends.
+[[nodiscard]] ThreadActivity& thread_activity();
+
+/// What this process is doing, read by its watch thread: the sums over its threads.
+struct Activity {
+  int runs = 0;
+  int firing = 0;
+  std::uint64_t progress = 0;
+};
+[[nodiscard]] Activity activity();
+/// Runs started and not yet waited for (the executor counts them).
+[[nodiscard]] std::atomic<int>& active_runs();
 
 /// Counts a firing in progress for its lifetime (and progress when it ends).
 class Firing {
  public:
-  Firing() { activity().firing.fetch_add(1, std::memory_order_relaxed); }
+  Firing() : mine_(thread_activity()) { mine_.firing.store(1, std::memory_order_relaxed); }
   ~Firing() {
-    activity().firing.fetch_sub(1, std::memory_order_relaxed);
-    activity().progress.fetch_add(1, std::memory_order_relaxed);
+    mine_.firing.store(0, std::memory_order_relaxed);
+    mine_.progress.store(mine_.progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   Firing(const Firing&) = delete;
   Firing& operator=(const Firing&) = delete;
+
+ private:
+  ThreadActivity& mine_;
 };
+
+/// Counts one completed message (the progress thread).
+inline void count_progress() {
+  ThreadActivity& mine = thread_activity();
+  mine.progress.store(mine.progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 /// The seconds of silence after which a rank is declared lost (WEFT_LIVENESS_TIMEOUT; 0: off).
 [[nodiscard]] double liveness_timeout();

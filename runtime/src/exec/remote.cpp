@@ -271,7 +271,7 @@ struct RemoteLinks::Impl {
           if (debug) std::fprintf(stderr, "[r%d run%d] done %s peer %d tag %d\n", rank, run, op.send ? "send" : "recv", op.peer, op.tag);
           op.done = true;
           op.keep.reset();
-          activity().progress.fetch_add(1, std::memory_order_relaxed);  // a message moved (exec/liveness.hpp)
+          count_progress();  // a message moved (exec/liveness.hpp)
           it = active.erase(it);
           any = true;
           std::lock_guard lock(mutex);

@@ -113,10 +113,10 @@ std::ifstream open_config(const std::string& file) {
   return in;
 }
 
-/// Boost.Program_options (1.74) builds its error messages by replacing placeholders such as
+/// Boost.Program_options (1.74) builds its error messages by replacing markers such as
 /// "%value%" with the user's text until none is left: a value or option name that holds one of
 /// them never ends (found by fuzz/fuzz_config). Such text is refused before Boost sees it.
-void refuse_placeholders(const std::string& text, const std::string& where) {
+void refuse_format_markers(const std::string& text, const std::string& where) {
   for (const char* p : {"%canonical_option%", "%option%", "%value%", "%prefix%", "%original_token%"})
     if (text.find(p) != std::string::npos)
       throw ConfigError(where + "'" + text.substr(0, 200) + "' holds '" + p + "', which is not allowed in options");
@@ -126,7 +126,7 @@ void refuse_placeholders(const std::string& text, const std::string& where) {
 
 bool parse(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
            const std::string& usage, const po::positional_options_description* positional) {
-  for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "");
+  for (int i = 1; i < argc; ++i) refuse_format_markers(argv[i], "");
   try {
     auto parser = po::command_line_parser(argc, argv).options(desc);
     if (positional) parser.positional(*positional);
@@ -145,7 +145,7 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
       {
         std::istringstream lines(text.str());
         std::string line;
-        for (int n = 1; std::getline(lines, line); ++n) refuse_placeholders(line, "--config " + file + ":" + std::to_string(n) + ": ");
+        for (int n = 1; std::getline(lines, line); ++n) refuse_format_markers(line, "--config " + file + ":" + std::to_string(n) + ": ");
       }
       try {
         const po::parsed_options from_file = po::parse_config_file(text, desc);

@@ -27,7 +27,7 @@ bool is_dataset_ref(const std::string& v) {
   return file.ends_with(".h5") || file.ends_with(".hdf5") || file.ends_with(".he5");
 }
 
-/// A frame-number placeholder in a --input pattern: "%d", or "%0Nd" (zero-padded to N digits,
+/// The frame number's field in a --input pattern: "%d", or "%0Nd" (zero-padded to N digits,
 /// N from 1 to 9), exactly once; "%%" is a literal '%'. Parsed here: user text is never a format.
 struct Pattern {
   std::string before, after;

@@ -16,20 +16,6 @@
 namespace weft::python {
 namespace {
 
-/// Emits `arrays` (views of the caller's numpy arrays, alive for the run) one per token.
-class Frames final : public Task {
- public:
-  Frames(std::string name, std::vector<Array> arrays) : Task(std::move(name)), arrays_(std::move(arrays)) {}
-  Out<Array> out = output<Array>("out");
-  void run(Context& ctx) override {
-    if (ctx.index() >= arrays_.size()) return ctx.end_stream();
-    ctx.put(out, arrays_[ctx.index()]);
-  }
-
- private:
-  std::vector<Array> arrays_;
-};
-
 /// Emits consecutive pairs (t, t+1) of `frames`.
 class Pairs final : public Task {
  public:
@@ -68,7 +54,7 @@ py::array filter_one(const py::array& image, std::unique_ptr<Task> task, const s
   const py::array keep = py::array::ensure(image, py::array::c_style);
   Array in = wrap(keep, "image");
   Graph g;
-  auto& src = g.add<Frames>("input", std::vector<Array>{in});
+  auto& src = g.add<ArraysSource>("input", std::vector<Array>{in});
   Task& f = g.add_task(std::move(task));
   auto out = std::make_shared<std::vector<Array>>();
   auto& sink = g.add<Collect>("output", out);
@@ -195,7 +181,7 @@ void bind_saliency(py::module_& m) {
     o.farm = farm;
     o.motion.flow = saliency::MotionParams::default_flow();
     Graph g;
-    auto& read = g.add<Frames>("read", std::move(frames));
+    auto& read = g.add<ArraysSource>("read", std::move(frames));
     const saliency::PipelineOutputs maps = saliency::add_saliency_pipeline(g, {&read, read.out.index}, s[0], s[1], o);
     auto out = std::make_shared<std::vector<Array>>();
     auto& sink = g.add<Collect>("write", out);

@@ -52,6 +52,20 @@ class CallTimer {
   double start_;
 };
 
+/// Emits its arrays, one per token in order (port "out"), then ends its stream.
+class ArraysSource final : public Task {
+ public:
+  ArraysSource(std::string name, std::vector<Array> arrays) : Task(std::move(name)), arrays_(std::move(arrays)) {}
+  Out<Array> out = output<Array>("out");
+  void run(Context& ctx) override {
+    if (ctx.index() >= arrays_.size()) return ctx.end_stream();
+    ctx.put(out, arrays_[ctx.index()]);
+  }
+
+ private:
+  std::vector<Array> arrays_;
+};
+
 void bind_errors(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_graph(py::module_& m);

@@ -28,20 +28,6 @@ Array copy_of(const py::array& a, const std::string& what) {
   return out;
 }
 
-/// Emits the arrays it was given, in order, then ends its stream.
-class ArraysSource final : public Task {
- public:
-  ArraysSource(std::string name, std::vector<Array> arrays) : Task(std::move(name)), arrays_(std::move(arrays)) {}
-  Out<Array> out = output<Array>("out");
-  void run(Context& ctx) override {
-    if (ctx.index() >= arrays_.size()) return ctx.end_stream();
-    ctx.put(out, arrays_[ctx.index()]);
-  }
-
- private:
-  std::vector<Array> arrays_;
-};
-
 /// Keeps every array it receives, in token order, for Python to read after the run.
 class ArraysSink final : public Task {
  public:

@@ -18,12 +18,7 @@ namespace weft {
 namespace detail {
 
 MPI_Comm agreement_comm() {
-  static MPI_Comm comm = [] {
-    MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    return c;
-  }();
+  static const MPI_Comm comm = duplicate_world();
   return comm;
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/mpi_check.hpp"
 #include "weft/util/log.hpp"
 
 namespace weft::detail {
@@ -283,7 +284,7 @@ Watchdog::Watchdog(int rank, int size, double timeout) : impl_(std::make_unique<
   w.rank = rank;
   w.size = size;
   w.timeout = timeout;
-  MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);  // collective: every rank makes its watchdog alike
+  w.comm = duplicate_world();  // collective: every rank makes its watchdog alike
   if (timeout <= 0 || size < 2) return;
   w.thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }

@@ -17,4 +17,14 @@ inline void mpi_check(int code, const char* call) {
   throw MpiError(std::string(call) + " failed: " + std::string(text, len), code);
 }
 
+/// A duplicate of MPI_COMM_WORLD that returns errors instead of aborting: each layer that talks
+/// over MPI (runs, agreements, the liveness watch) has its own, so their messages never meet.
+/// Collective: every rank makes it at the same point.
+[[nodiscard]] inline MPI_Comm duplicate_world() {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  return c;
+}
+
 }  // namespace weft::detail

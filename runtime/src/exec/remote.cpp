@@ -16,6 +16,7 @@
 
 #include "data/buffer.hpp"
 #include "exec/liveness.hpp"
+#include "exec/mpi_check.hpp"
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
 #include "weft/exec/environment.hpp"
@@ -31,12 +32,7 @@ constexpr std::size_t kChunk = std::size_t(1) << 30;  // MPI counts are int: sen
 // bits 18 and up carry the run's number (every rank numbers its runs alike, since every rank
 // runs the same graphs in the same order), the low bits the edge and message kind.
 MPI_Comm run_comm() {
-  static MPI_Comm comm = [] {
-    MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    return c;
-  }();
+  static const MPI_Comm comm = duplicate_world();
   return comm;
 }
 int g_run_counter = 0;

@@ -29,6 +29,36 @@ def test_median_is_the_command_lines(tmp_path, program):
     assert np.array_equal(weft.median(a, 5, devices="cpu"), weft.read_image(tmp_path / "out.png"))
 
 
+def test_gaussian_and_convolve_are_the_command_lines(tmp_path, program):
+    a = image()
+    png(tmp_path / "in.png", a)
+    program("filter", "gaussian", "--devices", "cpu", "--input", tmp_path / "in.png", "--sigma", 1.5,
+            "--output", tmp_path / "g.png", "--no-progress")
+    assert np.array_equal(weft.gaussian(a, 1.5, devices="cpu"), weft.read_image(tmp_path / "g.png"))
+    k = np.array([[1, 2, 0], [0, 1, 3], [1, 0, 0]], dtype=np.float32) / 8
+    (tmp_path / "k.txt").write_text("\n".join(" ".join("%g" % v for v in row) for row in k))
+    program("filter", "convolve", "--devices", "cpu", "--input", tmp_path / "in.png", "--kernel", tmp_path / "k.txt",
+            "--output", tmp_path / "c.png", "--no-progress")
+    assert np.array_equal(weft.convolve(a, k, devices="cpu"), weft.read_image(tmp_path / "c.png"))
+
+
+def test_volumes_are_filtered_in_3d(tmp_path, program):
+    h5py = pytest.importorskip("h5py")
+    v = np.random.default_rng(9).integers(0, 256, (9, 21, 17), dtype=np.uint8)
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        f.create_dataset("v", data=v)
+    program("filter", "median", "--devices", "cpu", "--input", str(tmp_path / "v.h5") + ":/v", "--size", 3,
+            "--output", str(tmp_path / "m.h5") + ":/m", "--no-progress")
+    with h5py.File(tmp_path / "m.h5") as f:
+        want = f["m"][()]
+    got = weft.median(v, 3, devices="cpu")
+    assert got.shape == v.shape and np.array_equal(got, want)
+    padded = np.pad(v, 1, mode="edge")
+    ref = np.median(np.stack([padded[z:z + 9, y:y + 21, x:x + 17] for z in range(3) for y in range(3)
+                              for x in range(3)]), axis=0)
+    assert np.array_equal(got, ref.astype(np.uint8))
+
+
 def test_median_matches_a_plain_reference():
     a = image(16, 19)
     got = weft.median(a, 3, devices="cpu")

@@ -11,6 +11,7 @@
 #include "weft/util/output.hpp"
 #include "weft/util/version.hpp"
 #include "weft/tasks/io/hdf5.hpp"
+#include "weft/util/settings.hpp"
 
 namespace {
 
@@ -18,6 +19,7 @@ void usage() {
   std::cout << "weft: task graphs over the CPUs and GPUs of a cluster\n\n"
                "usage: weft <command> [options]     (weft <command> --help for its options)\n"
                "       weft --version                (versions of Weft and of the libraries it runs on)\n"
+               "       weft --help-env               (the WEFT_* environment variables)\n"
                "       mpirun -np N weft <command> [options]\n\ncommands:\n";
   for (const auto& c : weft::cli::commands()) std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
 }
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
         std::strcmp(argv[1], "help") == 0) {
       if (env->rank() == 0) usage();
       return argc < 2 ? 2 : 0;
+    }
+    if (std::strcmp(argv[1], "--help-env") == 0) {
+      if (env->rank() == 0) std::fputs(weft::settings_help().c_str(), stdout);
+      return 0;
     }
     if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
       if (env->rank() == 0) {

@@ -15,6 +15,7 @@
 
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::cli {
 
@@ -167,7 +168,9 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
       throw ConfigError(source + ": " + e.what());
     }
   };
-  if (const char* env = std::getenv("WEFT_LOG_LEVEL"); env && *env) apply_level(env, "WEFT_LOG_LEVEL");
+  // Every WEFT_* variable is checked here, for every subcommand (weft --help-env lists them).
+  if (!settings().problem.empty()) throw ConfigError(settings().problem);
+  if (!settings().log_level.empty()) apply_level(settings().log_level, "WEFT_LOG_LEVEL");
   if (vm.count("log-level") && !vm["log-level"].defaulted()) apply_level(vm["log-level"].as<std::string>(), "--log-level");
   return true;
 }
@@ -175,15 +178,7 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
 namespace {
 
 /// Seconds between progress lines when stderr is not a terminal (WEFT_PROGRESS_INTERVAL, default 5).
-double line_interval() {
-  static const double seconds = [] {
-    const char* text = std::getenv("WEFT_PROGRESS_INTERVAL");
-    char* end = nullptr;
-    const double v = text && *text ? std::strtod(text, &end) : 5.0;
-    return end && *end == '\0' && v >= 0 ? v : 5.0;
-  }();
-  return seconds;
-}
+double line_interval() { return settings().progress_interval; }
 
 std::string clock_text(double seconds) {
   char buf[32];

@@ -13,6 +13,7 @@
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/output.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::cli {
 
@@ -69,8 +70,7 @@ void write_job_graph(const Graph& graph, const Mapping& mapping, const Cluster& 
 
 std::string control_file_name(const CommonOptions& common) {
   if (!common.ctl.empty()) return common.ctl;
-  if (const char* env_ctl = std::getenv("WEFT_CTL"); env_ctl && *env_ctl) return env_ctl;
-  return {};
+  return settings().control_file;
 }
 
 }  // namespace

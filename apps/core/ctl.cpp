@@ -7,6 +7,7 @@
 #include "weft/exec/control.hpp"
 #include "weft/mapping/place.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::cli {
 namespace {
@@ -30,7 +31,7 @@ int ctl_main(int argc, char** argv) {
              &pos))
     return 0;
   if (file.empty())
-    if (const char* env = std::getenv("WEFT_CTL"); env && *env) file = env;
+    file = settings().control_file;
   if (file.empty()) throw ConfigError("weft ctl: no control file (give --ctl FILE or set WEFT_CTL)");
   if (target.empty()) throw ConfigError("weft ctl " + action + ": missing " + (action == "migrate" ? "TASK" : "PLACE"));
   if (target.find_first_of(" \t") != std::string::npos)

@@ -33,6 +33,7 @@
 #include "weft/cuda.hpp"
 #include "weft/tasks/demo/running_sum.hpp"
 #include "weft/weft.hpp"
+#include "weft/util/settings.hpp"
 
 using namespace weft;
 using Clock = std::chrono::steady_clock;
@@ -322,8 +323,10 @@ int main(int argc, char** argv) {
   nlohmann::json staged;  // the same between ranks through the host (what another host would get)
   if (a.rank != b.rank) {
     setenv("WEFT_STATE_IPC", "0", 1);
+    reload_settings();
     staged = pause_sweep(a, b, worst_staged);
     unsetenv("WEFT_STATE_IPC");
+    reload_settings();
   }
   nlohmann::json within;
   if (a.rank != b.rank && env.cluster().ranks[0].gpus.size() >= 2)

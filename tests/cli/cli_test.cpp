@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include "common/run_weft.hpp"
+#include "weft/util/settings.hpp"
 
 namespace {
 
@@ -28,6 +30,22 @@ TEST(Cli, VersionNamesWeftAndTheLibrariesItRunsOn) {
       << o.output;
   for (const char* library : {"CUDA:", "NCCL:", "MPI:", "HDF5: 1."})
     EXPECT_NE(o.output.find(library), std::string::npos) << library << "\n" << o.output;
+}
+
+TEST(Cli, EveryVariableIsListedDocumentedAndChecked) {
+  const auto o = run_weft("--help-env", "");
+  EXPECT_EQ(o.code, 0) << o.output;
+  std::ifstream doc(std::string(WEFT_SOURCE_DIR) + "/docs/configuration.md");
+  std::stringstream text;
+  text << doc.rdbuf();
+  for (const weft::SettingInfo& s : weft::setting_infos()) {
+    EXPECT_NE(o.output.find(s.name), std::string::npos) << s.name << " missing from weft --help-env";
+    EXPECT_NE(text.str().find(std::string("`") + s.name), std::string::npos)
+        << s.name << " missing from docs/configuration.md";
+  }
+  const auto bad = run_weft("demo", "--devices cpu --tokens 1", "WEFT_LIVENESS_TIMEOUT=soon ");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("WEFT_LIVENESS_TIMEOUT"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, LogLevelDebugShowsTheMappingWithTimeAndRank) {

@@ -14,6 +14,7 @@
 
 #include "executor_fixture.hpp"
 #include "common/mpi_main.hpp"
+#include "weft/util/settings.hpp"
 
 using namespace weft;
 using weft::test::env;
@@ -171,6 +172,7 @@ TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
       ranks.front().host == ranks[last].host && ranks.front().gpus.front().uuid != ranks[last].gpus.at(second_gpu).uuid;
   for (const char* ipc : {"1", "0"}) {
     setenv("WEFT_PEER_IPC", ipc, 1);
+    weft::reload_settings();
     auto rec = std::make_shared<tasks::Collect::Record>();
     Graph g;
     auto& src = g.add<tasks::ArraySource>("source", kTokens, kLength);
@@ -212,4 +214,6 @@ TEST(DistributedGpu, LoopOfRanksThroughCudaIpcIsExactAndOrdered) {
     }
   }
   unsetenv("WEFT_PEER_IPC");
+  weft::reload_settings();
 }
+#include "weft/util/settings.hpp"

@@ -6,6 +6,7 @@
 
 #include "exec/device.hpp"
 #include "weft/cuda.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 namespace detail {
@@ -40,19 +41,13 @@ std::int64_t resident_blocks(const void* kernel, int threads, std::size_t shared
 }
 
 bool chained_launches() noexcept {
-  static const bool on = [] {
-    const char* v = std::getenv("WEFT_CHAINED_LAUNCH");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool on = settings().chained_launch;
   return on;
 }
 
 void check_launch(const char* kernel, cudaStream_t stream, ::weft::SourceLocation where) {
   detail::check_cuda(cudaGetLastError(), kernel, where);
-  static const bool debug_sync = [] {
-    const char* v = std::getenv("WEFT_DEBUG_SYNC");
-    return v && std::string(v) == "1";
-  }();
+  static const bool debug_sync = settings().debug_sync;
   if (debug_sync) detail::check_cuda(cudaStreamSynchronize(stream), kernel, where);
 }
 

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include "weft/cuda.hpp"
+#include "weft/util/settings.hpp"
 #endif
 
 namespace weft::detail {
@@ -79,7 +80,7 @@ DeviceState& state(int device) {
 
 int gpu_count() noexcept {
   static int count = [] {
-    if (const char* v = std::getenv("WEFT_HIDE_GPUS"); v && std::string(v) == "1") return 0;
+    if (settings().hide_gpus) return 0;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
       cudaGetLastError();

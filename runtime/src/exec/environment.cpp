@@ -19,6 +19,7 @@
 #include "exec/remote.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 namespace {
@@ -80,7 +81,7 @@ void widen_binding(int rank) {
   MPI_Comm_rank(node, &local);
   MPI_Comm_size(node, &locals);
   MPI_Comm_free(&node);
-  if (const char* keep = std::getenv("WEFT_KEEP_BINDING"); keep && *keep && std::string(keep) != "0") return;
+  if (settings().keep_binding) return;
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;

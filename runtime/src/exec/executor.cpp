@@ -41,6 +41,7 @@
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/output.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 
@@ -364,8 +365,7 @@ bool hand_over(State& run, Node& node, FiringContext& ctx, std::uint64_t index, 
     // To a rank of this host, device arrays are offered through CUDA IPC (WEFT_STATE_IPC=0: never).
     std::optional<detail::StateExport> exports;
     const Environment* env = Environment::current();
-    const char* ipc = std::getenv("WEFT_STATE_IPC");
-    if (env && target.is_gpu() && !(ipc && std::string(ipc) == "0") &&
+    if (env && target.is_gpu() && settings().state_ipc &&
         env->cluster().ranks.at(target.rank).host == env->cluster().ranks.at(run.rank).host)
       exports.emplace(arrays);
     const auto exported = std::chrono::steady_clock::now();
@@ -783,7 +783,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
   const Environment* env = Environment::current();
   run.rank = env ? env->rank() : 0;
   if (run.options.trace_file.empty())  // WEFT_TRACE=FILE traces every run of a program
-    if (const char* t = std::getenv("WEFT_TRACE"); t && *t) {
+    if (const std::string& t = settings().trace_file; !t.empty()) {
       static std::atomic<int> runs{0};
       run.options.trace_file = t;  // a '%' in the name becomes the run's number
       if (auto pct = run.options.trace_file.find('%'); pct != std::string::npos)

@@ -16,6 +16,7 @@
 
 #include "exec/mpi_check.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::detail {
 namespace {
@@ -72,17 +73,7 @@ Activity activity() {
   return a;
 }
 
-double liveness_timeout() {
-  const char* text = std::getenv("WEFT_LIVENESS_TIMEOUT");
-  if (!text || !*text) return 60.0;
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v >= 0)) {
-    logger("runtime")->warn("WEFT_LIVENESS_TIMEOUT='{}' is not a number of seconds; using 60", text);
-    return 60.0;
-  }
-  return v;
-}
+double liveness_timeout() { return settings().liveness_timeout; }
 
 struct Watchdog::Impl {
   int rank = 0, size = 1;

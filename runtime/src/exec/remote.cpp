@@ -22,6 +22,7 @@
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::detail {
 namespace {
@@ -117,7 +118,7 @@ struct RemoteLinks::Impl {
   int rank = 0;
   int size = 1;
   int run = 0;
-  bool debug = std::getenv("WEFT_DEBUG_REMOTE") != nullptr;
+  bool debug = settings().debug_remote;
   ExecutorOptions options;
   MPI_Comm comm = MPI_COMM_NULL;
   std::function<void(std::exception_ptr)> on_error;

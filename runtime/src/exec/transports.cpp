@@ -13,6 +13,7 @@
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
 #include "weft/exec/transports.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 namespace detail {
@@ -32,8 +33,7 @@ std::set<std::ptrdiff_t> choose_nccl_edges(const RunPlan& plan, const Cluster& c
                                            std::vector<int>& device_of_rank) {
   std::set<std::ptrdiff_t> chosen;
   device_of_rank.assign(cluster.size(), -1);
-  const char* off = std::getenv("WEFT_NCCL");
-  if (!nccl_compiled() || (off && std::string(off) == "0")) return chosen;
+  if (!nccl_compiled() || !settings().nccl) return chosen;
   for (const auto& r : cluster.ranks)
     if (r.gpus.empty()) return chosen;
   std::map<std::pair<int, int>, bool> links;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "weft/cuda.hpp"
+#include "weft/util/settings.hpp"
 #endif
 
 namespace weft::detail {
@@ -23,8 +24,7 @@ std::size_t ipc_allocation_bytes(std::size_t bytes) noexcept {
 #ifdef WEFT_HAVE_CUDA
 
 bool peer_ipc_enabled() noexcept {
-  const char* off = std::getenv("WEFT_PEER_IPC");
-  return !(off && std::string(off) == "0");
+  return settings().peer_ipc;
 }
 
 PeerStreams::~PeerStreams() {

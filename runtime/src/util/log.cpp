@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "weft/util/error.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 namespace {
@@ -19,10 +20,10 @@ std::mutex g_mutex;
 int g_rank = 0;
 // The level before any set_log_level(): WEFT_LOG_LEVEL if set (a command's --log-level overrides it).
 spdlog::level::level_enum initial_level() {
-  const char* env = std::getenv("WEFT_LOG_LEVEL");
-  if (!env || !*env) return spdlog::level::info;
+  const std::string& env = settings().log_level;
+  if (env.empty()) return spdlog::level::info;
   auto parsed = spdlog::level::from_str(env);
-  return parsed == spdlog::level::off && std::string(env) != "off" ? spdlog::level::info : parsed;
+  return parsed == spdlog::level::off && env != "off" ? spdlog::level::info : parsed;  // the program refuses it
 }
 spdlog::level::level_enum g_level = initial_level();
 

@@ -116,6 +116,7 @@ RankInfo local_devices(int rank) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   r.host = host;
+  if (settings().separate_hosts) r.host += "#" + std::to_string(rank);  // every rank a host of its own
   r.cpu_cores = static_cast<int>(std::thread::hardware_concurrency());
   r.memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
   r.gpus = detail::list_gpus();

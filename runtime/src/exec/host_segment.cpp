@@ -15,6 +15,7 @@
 #include "exec/mpi_check.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft {
 namespace {
@@ -36,7 +37,7 @@ HostSegment::HostSegment(std::size_t bytes, const char* what) {
   bytes_ = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
   const Environment* env = Environment::current();
   MPI_Comm node = MPI_COMM_NULL;
-  if (env && env->distributed() && env->size() > 1) {
+  if (env && env->distributed() && env->size() > 1 && !settings().separate_hosts) {
     mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, env->rank(), MPI_INFO_NULL, &node),
               "MPI_Comm_split_type");
     mpi_check(MPI_Comm_rank(node, &host_index_), "MPI_Comm_rank");

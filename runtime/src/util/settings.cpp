@@ -71,6 +71,7 @@ Settings read() {
   s.roll_alternate = flag("WEFT_ROLL_ALTERNATE", true);
   s.flow_fused_layout = text("WEFT_FLOW_FUSED_LAYOUT");
   s.commit = text("WEFT_COMMIT");
+  s.separate_hosts = flag("WEFT_SEPARATE_HOSTS", false);
   return s;
 }
 
@@ -115,6 +116,10 @@ const std::vector<SettingInfo>& setting_infos() {
       {"WEFT_ROLL_ALTERNATE", "1", "0: rolling convolution strips all downwards", "to compare"},
       {"WEFT_FLOW_FUSED_LAYOUT", "sm90", "thread layout of the fused TV-L1 kernel", "tuning"},
       {"WEFT_COMMIT", "", "the commit recorded where git cannot tell (a copied tree)", "on machines given a copy"},
+      {"WEFT_SEPARATE_HOSTS", "0",
+       "1: every rank behaves as if on a host of its own (host name + '#rank', no memory shared between ranks, no "
+       "CUDA IPC), so that one machine runs the paths between hosts",
+       "testing; CI runs the multi-rank tests so (with Open MPI's TCP transport)"},
   };
   return table;
 }

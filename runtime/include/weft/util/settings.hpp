@@ -40,6 +40,7 @@ struct Settings {
   bool roll_alternate = true;       ///< WEFT_ROLL_ALTERNATE (0: off)
   std::string flow_fused_layout;    ///< WEFT_FLOW_FUSED_LAYOUT
   std::string commit;               ///< WEFT_COMMIT
+  bool separate_hosts = false;      ///< WEFT_SEPARATE_HOSTS=1
   /// The first variable whose value is not one it takes, as "NAME: why" ("" when all are good):
   /// programs refuse to start with it (exit 2); libraries use the default meanwhile.
   std::string problem;

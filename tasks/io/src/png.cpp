@@ -77,38 +77,10 @@ bool plausible(png_structp png, png_infop info, const PngLayout& layout, long by
   return false;
 }
 
-// Reads the header, then all rows into `bytes`. Returns false with `state.message` set on a
-// libpng error or an implausible header.
-bool read_png_rows(std::FILE* file, PngErrorState& state, PngLayout& layout, std::vector<unsigned char>& bytes,
-                   std::vector<png_bytep>& rows) {
-  const long size = file_bytes(file);
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_png_error, on_png_warning);
-  if (png == nullptr) {
-    std::snprintf(state.message, sizeof state.message, "out of memory");
-    return false;
-  }
-  png_infop info = png_create_info_struct(png);
-  if (info == nullptr || setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return false;
-  }
-  read_header(png, info, file, layout);
-  if (!plausible(png, info, layout, size, state)) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return false;
-  }
-  const std::size_t row_bytes = png_get_rowbytes(png, info);
-  bytes.resize(row_bytes * layout.height);
-  rows.resize(layout.height);
-  for (png_uint_32 y = 0; y < layout.height; ++y) rows[y] = bytes.data() + y * row_bytes;
-  png_read_image(png, rows.data());
-  png_read_end(png, nullptr);
-  png_destroy_read_struct(&png, &info, nullptr);
-  return true;
-}
-
-// The header alone (read_png_header).
-bool read_png_layout(std::FILE* file, PngErrorState& state, PngLayout& layout) {
+// Reads the header and, when `bytes` is given, all rows into it (`rows` pointing into it).
+// Returns false with `state.message` set on a libpng error or an implausible header.
+bool read_png(std::FILE* file, PngErrorState& state, PngLayout& layout, std::vector<unsigned char>* bytes = nullptr,
+              std::vector<png_bytep>* rows = nullptr) {
   const long size = file_bytes(file);
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_png_error, on_png_warning);
   if (png == nullptr) {
@@ -122,6 +94,14 @@ bool read_png_layout(std::FILE* file, PngErrorState& state, PngLayout& layout) {
   }
   read_header(png, info, file, layout);
   const bool ok = plausible(png, info, layout, size, state);
+  if (ok && bytes) {
+    const std::size_t row_bytes = png_get_rowbytes(png, info);
+    bytes->resize(row_bytes * layout.height);
+    rows->resize(layout.height);
+    for (png_uint_32 y = 0; y < layout.height; ++y) (*rows)[y] = bytes->data() + y * row_bytes;
+    png_read_image(png, rows->data());
+    png_read_end(png, nullptr);
+  }
   png_destroy_read_struct(&png, &info, nullptr);
   return ok;
 }
@@ -180,7 +160,7 @@ PngHeader read_png_header(const std::string& path) {
   InputFile in(path);
   PngErrorState state;
   PngLayout layout;
-  if (!read_png_layout(in.get(), state, layout)) throw IoError("cannot read PNG " + path + ": " + state.message);
+  if (!read_png(in.get(), state, layout)) throw IoError("cannot read PNG " + path + ": " + state.message);
   if (layout.channels != 1 && layout.channels != 3)
     throw IoError("cannot read PNG " + path + ": unexpected " + std::to_string(layout.channels) + " channels");
   return {static_cast<int>(layout.height), static_cast<int>(layout.width), layout.channels, layout.bit_depth};
@@ -192,7 +172,7 @@ DecodedImage decode_png(const std::string& path) {
   PngLayout layout;
   std::vector<unsigned char> bytes;
   std::vector<png_bytep> rows;
-  if (!read_png_rows(in.get(), state, layout, bytes, rows)) {
+  if (!read_png(in.get(), state, layout, &bytes, &rows)) {
     throw IoError("cannot read PNG " + path + ": " + state.message);
   }
   DecodedImage image;

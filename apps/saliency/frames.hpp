@@ -20,8 +20,9 @@ struct FrameInput {
   DType dtype = DType::u8;
 };
 
-/// Resolves --input values: "FILE.h5:/path" ([T,H,W] or [H,W], u8/u16/f32), a printf pattern
-/// ("frame%03d.png", numbered from 0 or 1 up to the first missing), or image files (several
+/// Resolves --input values: "FILE.h5:/path" ([T,H,W] or [H,W], u8/u16/f32), a pattern with one
+/// frame number, %d or %0Nd ("frame%03d.png", numbered from 0 or 1 up to the first missing; read
+/// here, never a printf format), or image files (several
 /// values or a comma-separated list). `max_frames` > 0 keeps the first ones. Throws ConfigError.
 [[nodiscard]] FrameInput resolve_input(const std::vector<std::string>& values, std::int64_t max_frames);
 

@@ -88,7 +88,8 @@ int saliency_main(int argc, char** argv) {
   po::options_description desc("Saliency options");
   desc.add_options()
       ("input", po::value(&o.input)->multitoken(),
-       "FILE.h5:/dataset ([T,H,W] or [H,W], u8/u16/f32), a pattern frame%03d.png, or image files (PNG/PGM)")
+       "FILE.h5:/dataset ([T,H,W] or [H,W], u8/u16/f32), a pattern with one frame number %d or %0Nd "
+       "(frame%03d.png; %% is a literal %), or image files (PNG/PGM)")
       ("output", po::value(&o.output), "HDF5 output: /saliency float32 [T,H,W]")
       ("pathway", po::value(&o.pathway)->default_value("fused"),
        "static | dynamic | fused (the spatio-temporal model: a*Ms + b*Md + a*b*Ms*Md, a = max Ms, b = skewness Md)")

@@ -165,8 +165,8 @@ void bind_flow(py::module_& m) {
     for (const Array& a : *out) flows.append(to_numpy(a));
     return flows;
   });
-  m.def("_farm_width", [](const std::string& devices) {
-    return automatic_farm_width(environment().cluster(), parse_device_choice(devices), 1);
+  m.def("_farm_width", [](const std::string& devices, int per_gpu) {
+    return automatic_farm_width(environment().cluster(), parse_device_choice(devices), per_gpu);
   });
 }
 

@@ -220,8 +220,8 @@ def flow_sequence(frames, method="tvl1", precision="fp32", devices="auto", repli
     if arr.ndim != 3:
         raise ConfigError("frames: expected (T, H, W), got %d dimensions" % arr.ndim)
     _check_devices(devices)
-    if replicas is None:
-        replicas = max(1, min(_weft._farm_width(devices), arr.shape[0] - 1))
+    if replicas is None:  # as the program: one per GPU of the job, else one per rank
+        replicas = max(1, min(_weft._farm_width(devices, 1), arr.shape[0] - 1))
     flows = _weft._flow_sequence(arr, str(method), str(precision), dict(options), int(replicas), devices)
     if not flows:
         return _np.zeros((0,) + arr.shape[1:] + (2,), dtype=_np.float32)
@@ -243,15 +243,10 @@ def saliency(video, pathway="fused", devices="auto", farm=None):
     if pathway not in ("static", "dynamic", "fused"):
         raise ConfigError("pathway: expected static, dynamic or fused, got %r" % (pathway,))
     _check_devices(devices)
-    if farm is None:
-        farm = _weft._farm_width(devices) if devices != "cpu" or size() > 1 else 0
-        farm = 2 * farm if _any_gpu(devices) else farm
+    if farm is None:  # as the program's --farm auto
+        farm = _weft._farm_width(devices, 2)
     maps = _weft._saliency(arr, pathway, int(farm), devices)
     return _np.stack([m[:, : arr.shape[2]] for m in maps]) if maps else _np.zeros(arr.shape, _np.float32)
-
-
-def _any_gpu(devices):
-    return devices != "cpu" and any(r["gpus"] for r in _weft._devices())
 
 
 def _image(a, what="image"):

@@ -127,7 +127,9 @@ TEST_F(GranulometryOutputs, SizeMapIsTheDefinitionOnOneTwoFourRanksInAndOutOfCor
         const std::size_t said = o.output.find(" slab(s) on ");
         ASSERT_NE(said, std::string::npos) << o.output;
         const int count = std::stoi(o.output.substr(o.output.rfind(", ", said) + 2));
-        if (!slabs.empty()) EXPECT_GT(count, r) << what;
+        if (!slabs.empty()) {
+          EXPECT_GT(count, r) << what;
+        }
         if (slabs.find("--max-size") == std::string::npos) {
           const auto rows = curve_rows(out);
           ASSERT_EQ(rows.size(), curve.size() + 1) << what;  // the header, then sizes 0..N, the last one empty
@@ -236,8 +238,11 @@ TEST_F(GranulometryOutputs, UnitsAndProvenanceInEveryOutput) {
     std::string value(H5Tget_size(t), '\0');
     H5Aread(a, t, value.data());
     EXPECT_FALSE(value.empty()) << name;
-    if (std::string(name) == "foreground") EXPECT_EQ(value, "value >= 2");
-    if (std::string(name) == "voxel_unit") EXPECT_EQ(value, "um");
+    if (std::string(name) == "foreground") {
+      EXPECT_EQ(value, "value >= 2");
+    } else if (std::string(name) == "voxel_unit") {
+      EXPECT_EQ(value, "um");
+    }
     H5Tclose(t), H5Aclose(a);
   }
   H5Fclose(f);
@@ -279,9 +284,11 @@ TEST_F(GranulometryOutputs, EveryInputTypeAndTiffGiveTheSameResults) {
   add_dataset(file, "/small", H5T_NATIVE_INT8, small.data(), shape);
   Array ct_array = Array::host(DType::u16, shape);  // the same values as u16 TIFF pages
   for (std::int64_t i = 0; i < ct_array.size(); ++i) ct_array.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(ct[static_cast<std::size_t>(i)] + 1000);
+#if defined(WEFT_HAVE_TIFF)
   io::write_tiff(path("ct.tif"), ct_array, "lzw");
   fs::create_directories(path("stack"));
   io::write_tiff(path("stack") + "/z", mask, "deflate", true);
+#endif
   {
     std::ofstream raw(path("ct.raw"), std::ios::binary);
     raw.write(reinterpret_cast<const char*>(ct.data()), static_cast<std::streamsize>(ct.size() * 2));
@@ -295,6 +302,9 @@ TEST_F(GranulometryOutputs, EveryInputTypeAndTiffGiveTheSameResults) {
                                    path("ct.tif") + " --threshold 1000", path("stack"), "'" + path("stack") + "/z_*.tif'",
                                    path("ct.raw") + " --shape 10x12x16 --dtype i16 --threshold 0 --slab-planes 3",
                                    path("ct.tif") + " --threshold 1000 --median 3 --max-size 1"}) {
+#if !defined(WEFT_HAVE_TIFF)
+    if (input.find("tif") != std::string::npos || input.find("stack") != std::string::npos) continue;
+#endif
     const Outcome o = run("--input " + input + common + path("got"));
     ASSERT_EQ(o.code, 0) << input << ": " << o.output;
     if (input.find("--median") != std::string::npos) {  // a median changes the mask: runs, that is all

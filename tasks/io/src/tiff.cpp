@@ -18,12 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "tiff_names.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::io {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::has_pattern;
+using detail::tiff_name;
 
 // libtiff reports through process-wide handlers, on the thread that called it: the last error of
 // each thread is kept for the message, warnings (unknown tags, ...) are dropped.
@@ -87,14 +90,6 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
 }
 
-bool tiff_name(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.ends_with(".tif") || lower.ends_with(".tiff");
-}
-
-bool has_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
-
 /// Decoded bytes a strip or tile of `stored` bytes may give at most under `compression`, or 0
 /// where no bound is known (the host's memory check is the only one then).
 std::uint64_t decoded_bound(std::uint16_t compression, std::uint64_t stored) {
@@ -152,6 +147,11 @@ Page check_page(TIFF* t, const std::string& where, std::uint64_t file_bytes) {
   const std::uint32_t needed = tiled ? pieces : (height + rows - 1) / rows;
   if (pieces == 0 || pieces < needed)
     throw ConfigError(where + ": " + std::to_string(pieces) + " strips or tiles for " + std::to_string(needed));
+  // Each strip or tile is listed in the file (an offset and a byte count, 4 bytes at least): a
+  // header that claims more than the file could list is refused before they are walked.
+  if (needed > file_bytes / 4)
+    throw ConfigError(where + ": " + std::to_string(needed) + " strips or tiles, more than a file of " +
+                      std::to_string(file_bytes) + " bytes can list");
   for (std::uint32_t s = 0; s < needed; ++s) {
     int err = 0;
     const std::uint64_t offset = TIFFGetStrileOffsetWithErr(t, s, &err);
@@ -215,13 +215,6 @@ std::vector<std::string> stack_files(const std::string& input, const std::string
 }
 
 }  // namespace
-
-bool is_tiff_input(const std::string& input) {
-  std::error_code ec;
-  const std::size_t colon = input.rfind(':');
-  if (colon != std::string::npos && colon > 0 && fs::is_regular_file(input.substr(0, colon), ec)) return false;
-  return fs::is_directory(input, ec) || has_pattern(input) || tiff_name(input);
-}
 
 TiffVolume open_tiff_volume(const std::string& input, const std::string& what) {
   TiffVolume v;

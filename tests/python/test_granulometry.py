@@ -46,6 +46,30 @@ def test_curve_and_size_map_are_the_command_lines(tmp_path, program, element):
     assert r.curve[0] == int(v.sum())
 
 
+@pytest.mark.parametrize("max_size, as_, dtype", [(None, "radius", np.uint8), (300, "radius", np.uint16),
+                                                 (6, "diameter", np.uint8)])
+def test_size_map_file_is_read_by_h5py(tmp_path, program, max_size, as_, dtype):
+    """The command line's size map: uint8 or uint16 as N asks, gzip, the background 255 or 65535,
+    values n or 2n + 1 (the attributes say which), the same as the Python package's int32 map."""
+    v = balls()
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        f.create_dataset("data", data=v)
+    extra = [] if max_size is None else ["--max-size", str(max_size)]
+    program("granulometry", "--devices", "cpu", "--no-progress", "--input", str(tmp_path / "v.h5") + ":/data",
+            "--element", "ball", "--size-map", "--size-map-as", as_, "--slab-planes", "7", "--output",
+            tmp_path / "out", *extra)
+    want = weft.granulometry(v, element="ball", max_size=max_size, size_map=True, devices="cpu").size_map
+    with h5py.File(tmp_path / "out" / "granulometry.h5") as f:
+        stored = f["size_map"]
+        assert stored.dtype == dtype and stored.compression == "gzip"
+        background = int(stored.attrs["background"])
+        assert background == np.iinfo(dtype).max
+        assert stored.attrs["quantity"] == as_.encode()
+        got = stored[()].astype(np.int64)
+    expect = np.where(want < 0, background, want if as_ == "radius" else 2 * want + 1)
+    assert np.array_equal(got, expect)
+
+
 def test_slabs_give_the_same_curve():
     v = balls()
     whole = weft.granulometry(v, element="ball", max_size=6, devices="cpu")

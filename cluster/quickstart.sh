@@ -20,7 +20,7 @@ jobs=${JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build pkg-config git libopenmpi-dev openmpi-bin libhdf5-dev
           libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfftw3-dev
-          libpng-dev zlib1g-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py
+          libpng-dev libtiff-dev zlib1g-dev libgtest-dev python3 python3-numpy python3-scipy python3-h5py
           python3-dev pybind11-dev python3-pybind11)
 # `test` also runs the Python package's tests (pytest, with and without mpi4py).
 [[ $mode == test ]] && packages+=(python3-pytest python3-mpi4py)

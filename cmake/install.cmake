@@ -15,7 +15,7 @@ install(EXPORT weftTargets NAMESPACE weft:: DESTINATION ${_weft_cmake_dir})
 # whoever links it, so the package must find them again for a consumer: weftConfig.cmake.in does
 # it for the imported targets listed here, and configuring stops if a task library links another
 # one, so that a new dependency cannot be forgotten there.
-set(_weft_config_finds PNG::PNG ZLIB::ZLIB hdf5::hdf5 OpenMP::OpenMP_CXX PkgConfig::FFTW3F
+set(_weft_config_finds PNG::PNG ZLIB::ZLIB TIFF::TIFF hdf5::hdf5 OpenMP::OpenMP_CXX PkgConfig::FFTW3F
     CUDA::cudart CUDA::cufft)
 get_property(_weft_task_targets GLOBAL PROPERTY WEFT_TASK_TARGETS)
 set(WEFT_INSTALL_COMPONENTS "")

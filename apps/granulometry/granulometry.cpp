@@ -13,7 +13,9 @@
 #include "common/cli.hpp"
 #include "common/job_check.hpp"
 #include "outputs.hpp"
+#include "provenance.hpp"
 #include "sample.hpp"
+#include "size_map.hpp"
 #include "volume_input.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/morphology/granulometry_job.hpp"
@@ -23,6 +25,7 @@
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/output.hpp"
+#include "weft/util/version.hpp"
 #include "weft/tasks/io/hdf5.hpp"
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
 #include "weft/tasks/filters/filters.hpp"
@@ -41,6 +44,8 @@ struct Options {
   int max_size = -1;
   std::string output;
   bool size_map = false;
+  std::string size_map_as = "radius";  ///< what the size map's values are: radius n or diameter 2n + 1
+  std::string voxel_size;              ///< e.g. "0.65um"; empty: lengths in voxels
   std::int64_t slab_planes = 0;  ///< own planes per slab, 0: as many as fit the memory budget
   std::string device_memory;     ///< bytes per place for slabs, empty: from the devices
   std::string read_chunk = "256M";  ///< bytes of a slab read (and sent to its place) at a time
@@ -71,8 +76,7 @@ double parse_bytes(const std::string& text, const char* option = "--device-memor
 /// volume has planes: the median clamps at the volume's faces only), filtered, cropped, then packed.
 morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphology::ThresholdRule rule,
                                    const granulometry::DirectSource& source) {
-  const morphology::Foreground foreground =
-      rule.kind == morphology::ThresholdRule::value ? morphology::Foreground(rule.threshold) : std::nullopt;
+  const morphology::Foreground foreground = rule.foreground();
   return [o, shape, foreground, source](std::int64_t first, std::int64_t count) {
     if (o.median == 0)
       if (auto bits = granulometry::read_foreground_direct(source, shape, first, count, foreground))
@@ -80,10 +84,10 @@ morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphol
     const std::int64_t margin = o.median / 2;
     const std::int64_t lo = std::max<std::int64_t>(0, first - margin);
     const std::int64_t hi = std::min<std::int64_t>(shape[0], first + count + margin);
-    Array raw = granulometry::read_planes(o.input, source, shape, lo, hi - lo);
+    const granulometry::Values values = granulometry::read_planes(o.input, source, shape, lo, hi - lo);
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
     if (o.median > 0) {
-      raw = filters::median(raw, o.median, filters::Border::clamp);
+      Array raw = filters::median(granulometry::filterable(values, shape), o.median, filters::Border::clamp);
       if (lo != first || hi != first + count) {
         Array cropped = Array::host(raw.dtype(), Shape(count, shape[1], shape[2]));
         const std::size_t plane = static_cast<std::size_t>(shape[1] * shape[2]) * dtype_size(raw.dtype());
@@ -91,9 +95,10 @@ morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphol
                     cropped.bytes());
         raw = std::move(cropped);
       }
+      return morphology::foreground_bits(raw, foreground);
     }
 #endif
-    return morphology::foreground_bits(raw, foreground);
+    return morphology::foreground_bits(values.data(), values.type, count, shape[1], shape[2], foreground);
   };
 }
 
@@ -101,11 +106,26 @@ morphology::MaskReader mask_reader(const Options& o, const Shape& shape, morphol
 morphology::ThresholdRule resolve_threshold(const Options& o, morphology::ThresholdRule rule,
                                             const granulometry::DirectSource& source) {
   if (rule.kind != morphology::ThresholdRule::otsu) return rule;
-  Array volume = granulometry::read_volume(o.input, source);
+  const Shape shape = granulometry::check_input(o.input).shape;
+  const granulometry::Values values = granulometry::read_planes(o.input, source, shape, 0, shape[0]);
 #if defined(WEFT_GRANULOMETRY_MEDIAN)
-  if (o.median > 0) volume = filters::median(volume, o.median, filters::Border::clamp);
+  if (o.median > 0) {
+    rule.threshold = morphology::otsu_threshold(filters::median(granulometry::filterable(values, shape), o.median,
+                                                                filters::Border::clamp));
+    return rule;
+  }
 #endif
-  return {morphology::ThresholdRule::value, morphology::otsu_threshold(volume)};
+  rule.threshold = morphology::otsu_threshold(values.data(), values.type, shape.size());
+  return rule;
+}
+
+/// The foreground rule as applied, for the outputs' provenance.
+std::string describe_rule(const morphology::ThresholdRule& rule, int median) {
+  std::string text = rule.kind == morphology::ThresholdRule::nonzero ? "value != 0"
+                     : "value >= " + rule.foreground().str() +
+                           (rule.kind == morphology::ThresholdRule::otsu ? " (Otsu's threshold)" : "");
+  if (median > 0) text += ", after a 3D median of " + std::to_string(median) + "^3";
+  return text;
 }
 
 /// Bytes a slab may use on each place: --device-memory, else the library's default.
@@ -119,15 +139,23 @@ int granulometry_main(int argc, char** argv) {
   Options o;
   po::options_description desc("Granulometry options");
   desc.add_options()
-      ("input", po::value(&o.input.input), "FILE.h5:/dataset, or a RAW file with --shape and --dtype")
+      ("input", po::value(&o.input.input),
+       "FILE.h5:/dataset; TIFF: a multi-page FILE.tif, a folder of single-page .tif files or a pattern "
+       "('scan/slice_*.tif'); or a RAW file with --shape and --dtype")
       ("shape", po::value(&o.input.shape), "RAW input: ZxYxX")
-      ("dtype", po::value(&o.input.dtype), "RAW input: u8 | u16 | f32")
-      ("threshold", po::value(&o.threshold), "foreground = value >= T, or 'otsu' (default: any non-zero value)")
+      ("dtype", po::value(&o.input.dtype), "RAW input: bool | i8 | u8 | i16 | u16 | i32 | u32 | i64 | u64 | f32 | f64")
+      ("threshold", po::value(&o.threshold),
+       "foreground = value >= T (compared in the values' own type), or 'otsu' (default: any non-zero value)")
       ("median", po::value(&o.median)->default_value(0), "3D median filter of size 3 or 5 before thresholding (0: none)")
       ("element", po::value(&o.element)->default_value("octahedron"), "octahedron | cube | ball")
       ("max-size", po::value(&o.max_size)->default_value(-1), "largest size N (default: until nothing remains)")
+      ("voxel-size", po::value(&o.voxel_size),
+       "edge of a voxel with its unit, e.g. 0.65um, 1.2mm, 5nm (a plain number: no unit); radii and diameters "
+       "in curve.csv and granulometry.h5 are given in it (default: in voxels)")
       ("output", po::value(&o.output), "output folder: curve.csv, granulometry.h5, curve.svg")
-      ("size-map", po::bool_switch(&o.size_map), "also write the opening function (size map) into granulometry.h5")
+      ("size-map", po::bool_switch(&o.size_map), "also write the size map (opening function) into granulometry.h5")
+      ("size-map-as", po::value(&o.size_map_as)->default_value(o.size_map_as),
+       "radius | diameter: store n or 2n + 1 (voxels) per voxel")
       ("slab-planes", po::value(&o.slab_planes)->default_value(0),
        "own planes per slab (0: as many as fit --device-memory, the volume shared by all places)")
       ("device-memory", po::value(&o.device_memory),
@@ -140,21 +168,34 @@ int granulometry_main(int argc, char** argv) {
   add_common_options(desc, common);
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm,
-             "usage: weft granulometry --input FILE.h5:/dataset --element octahedron|cube|ball --max-size N\n"
-             "                         --output DIR [--threshold T|otsu] [--size-map] [--devices cpu|gpu|all]\n"
+             "usage: weft granulometry --input FILE.h5:/dataset|FILE.tif|FOLDER --element octahedron|cube|ball\n"
+             "                         --output DIR [--max-size N] [--threshold T|otsu] [--voxel-size 0.65um]\n"
+             "                         [--size-map [--size-map-as radius|diameter]] [--devices cpu|gpu|all]\n"
              "                         [--mapping FILE] [--slab-planes N] [--device-memory BYTES]\n"
              "       weft granulometry --generate-sample FILE.h5 [--sample-size 128]\n"
-             "Counts the foreground voxels left by openings of growing size (granulometric curve and\n"
-             "pattern spectrum). The volume is split along z into slabs over every GPU of every rank\n"
-             "(or one CPU per rank with --devices cpu), each read with a halo of 2(N+1) planes by the\n"
-             "rank that computes it; more slabs than places when they exceed --device-memory. The\n"
-             "GPUs of one host read their slabs in turns on the reading threads (WEFT_READ_THREADS,\n"
-             "default three quarters of the rank's CPUs, or of the host's when its ranks take turns;\n"
-             "WEFT_HOST_TURNS=0 lets the ranks of a host read at once); the halo two slabs of one\n"
-             "rank share is read once, two slabs of different ranks both read theirs (handed over\n"
-             "through /dev/shm instead with WEFT_HALO_HANDOVER=1 on every rank). The first slabs,\n"
-             "whose openings start earlier, get more planes, the slabs after a halo read twice fewer.\n"
-             "The curve is the same whatever the places.\n"
+             "Counts the foreground voxels left by openings of growing size n = 0..N: the granulometric\n"
+             "curve remaining[n] and the pattern spectrum remaining[n] - remaining[n+1] (curve.csv,\n"
+             "curve.svg, granulometry.h5, with the voxel size, the command, the date, the devices and\n"
+             "the threshold used).\n"
+             "n is a radius in voxels: the element of size n spans 2n+1 voxels along each axis\n"
+             "(diameter 2n+1): octahedron |dz|+|dy|+|dx| <= n, cube max(|dz|,|dy|,|dx|) <= n, ball\n"
+             "dz^2+dy^2+dx^2 <= n^2. Size 0 is one voxel (the opening keeps the whole foreground).\n"
+             "For balls the curve can rise between sizes (a negative spectrum): a digital ball of\n"
+             "radius n+1 is mostly not a union of balls of radius n (radius 2 holds 8 voxels no\n"
+             "radius-1 ball inside it covers), so its opening may keep voxels the smaller opening\n"
+             "removed. Octahedra and cubes never rise.\n"
+             "The size map holds, per voxel, the largest n whose opening keeps it (the background is\n"
+             "the type's largest value, 255 in u8). The voxels with size map >= n are those kept by\n"
+             "some opening of size >= n: exactly remaining[n] for octahedra and cubes, a little more\n"
+             "where a ball curve rises. For balls it is a local thickness; Fiji's (twice the\n"
+             "distance to the nearest background voxel centre) and PoreSpy's (radii r of open\n"
+             "balls |d| < r) differ from 2n+1 and n by about a voxel, either way depending on\n"
+             "the shape (docs/granulometry.md compares them on a ball and on plates).\n"
+             "The volume is split along z into slabs over every GPU of every rank (or one CPU per\n"
+             "rank with --devices cpu), each read with a halo of 2(N+1) planes; more slabs than\n"
+             "places when they exceed --device-memory. The curve is the same whatever the places.\n"
+             "Reading threads, reading turns and halo handover: docs/granulometry.md\n"
+             "(WEFT_READ_THREADS, WEFT_HOST_TURNS, WEFT_HALO_HANDOVER).\n"
              "Without --max-size, a first pass over the slabs finds the largest distance to the\n"
              "background (hence N)."))
     return 0;
@@ -171,8 +212,10 @@ int granulometry_main(int argc, char** argv) {
     }
     return 0;
   }
+  const std::string started = granulometry::utc_now();
   Shape shape;
   morphology::ThresholdRule rule;
+  granulometry::VoxelSize voxel;
   check_job(argc, argv, common, [&] {
     (void)morphology::parse_element(o.element);
     if (o.max_size < -1) throw ConfigError("--max-size: expected N >= 0, got " + std::to_string(o.max_size));
@@ -187,12 +230,23 @@ int granulometry_main(int argc, char** argv) {
 #if !defined(WEFT_GRANULOMETRY_MEDIAN)
     if (o.median != 0) throw ConfigError("--median: this build has no median filter (tasks/filters)");
 #endif
-    shape = granulometry::check_input(o.input);
-    const std::string file = o.input.is_raw() ? o.input.input : io::parse_dataset_ref(o.input.input).file;
+    if (!o.voxel_size.empty()) voxel = granulometry::parse_voxel_size(o.voxel_size);
+    if (o.size_map_as != "radius" && o.size_map_as != "diameter")
+      throw ConfigError("--size-map-as: expected radius or diameter, got '" + o.size_map_as + "'");
+    const granulometry::VolumeInfo info = granulometry::check_input(o.input);
+    shape = info.shape;
+    if (o.median > 0 && !morphology::exact_in_f32(info.type))
+      throw ConfigError("--median: the median filter takes values a float holds exactly (bool, i8, u8, i16, u16, f32); "
+                        "--input " + o.input.input + " holds " + std::string(morphology::value_type_name(info.type)));
     if (rule.kind == morphology::ThresholdRule::otsu || o.median > 0)  // these read the whole volume at once
-      check_host_memory(static_cast<double>(shape.size()) * 4.0, "--input " + o.input.input + " (" + shape.str() +
-                                                                      ", read whole for --threshold otsu or --median)");
-    return JobFields{{"--input " + o.input.input, shape.str() + ", " + file_fingerprint(file)}};
+      check_host_memory(static_cast<double>(shape.size()) *
+                            static_cast<double>(std::max<std::size_t>(4, morphology::value_size(info.type))),
+                        "--input " + o.input.input + " (" + shape.str() + ", read whole for --threshold otsu or --median)");
+    std::string fingerprint = file_fingerprint(info.first_file);
+    if (info.last_file != info.first_file) fingerprint += ", " + file_fingerprint(info.last_file);
+    return JobFields{{"--input " + o.input.input, shape.str() + " " +
+                                                      std::string(morphology::value_type_name(info.type)) + ", " +
+                                                      fingerprint}};
   });
   const granulometry::DirectSource source = granulometry::direct_source(o.input);  // its chunk index shared
   const Cluster local{{local_devices(0)}};
@@ -207,7 +261,7 @@ int granulometry_main(int argc, char** argv) {
   job.budget = slab_budget(o, job.places, cluster);
   job.slab_planes = o.slab_planes;
   job.read_chunk = static_cast<std::int64_t>(parse_bytes(o.read_chunk, "--read-chunk"));
-  job.value_bytes = static_cast<std::int64_t>(dtype_size(source.dtype));
+  job.value_bytes = static_cast<std::int64_t>(morphology::value_size(source.type));
   job.reads_alone = o.median == 0;
   // The GPU places of several ranks of a host read their slabs in turns, each rank with the
   // reading threads of the whole host (decided before the first read starts them). Not with
@@ -233,18 +287,18 @@ int granulometry_main(int argc, char** argv) {
   // written slab by slab, as the slabs finish, into the staged granulometry.h5.
   std::unique_ptr<OutputStage> stage;
   std::unique_ptr<io::H5Writer> h5;
+  std::unique_ptr<granulometry::SizeMapOutput> map_out;
   const auto staged = [&]() -> OutputStage& {
     if (!stage) stage = std::make_unique<OutputStage>(o.output, OutputKind::folder, "--output");
     return *stage;
   };
-  const morphology::SizeMapWriter size_map = [&](std::int64_t first, const Array& map) {
+  const morphology::SizeMapWriter size_map = [&](std::int64_t first, const Array& map, int max_size) {
     if (!h5) {
       h5 = std::make_unique<io::H5Writer>(staged().path("granulometry.h5"));
-      h5->create("/size_map", DType::i32, Shape(shape[0], shape[1], shape[2]), {32, 64, 64}, true);
-      h5->attribute("/size_map", "meaning",
-                    std::string("largest n whose opening keeps the voxel (local thickness for balls); -1: background"));
+      map_out = std::make_unique<granulometry::SizeMapOutput>(*h5, shape, max_size, o.size_map_as == "diameter",
+                                                              o.element, voxel);
     }
-    h5->write_slab("/size_map", first, map);
+    map_out->write(first, map);
   };
   double seconds = 0;
   const morphology::GraphRunner runner = [&](Graph& graph, const Mapper& slabs, bool preliminary) {
@@ -252,11 +306,21 @@ int granulometry_main(int argc, char** argv) {
   };
   const morphology::GranulometryOutcome outcome = morphology::run_granulometry(job, runner, size_map);
   if (!outcome.collected) return 0;  // another rank collected and writes the results
+  if (map_out) map_out->finish();
   granulometry::Report report;
   report.input = o.input.input;
   report.element = o.element;
   report.shape = shape.str();
-  report.threshold = resolved.kind == morphology::ThresholdRule::value ? resolved.threshold : 0.0;
+  report.voxels = shape.size();
+  report.voxel = voxel;
+  const BuildInfo build = build_info();
+  report.provenance.program = "weft " + build.version + " (commit " + build.commit + ")";
+  report.provenance.command = granulometry::quoted_command(argc, argv);
+  report.provenance.date = started;
+  report.provenance.devices = granulometry::describe_places(job.places, cluster);
+  report.provenance.foreground = describe_rule(resolved, o.median);
+  report.provenance.hdf5 = io::hdf5_version();
+  report.threshold = resolved.kind != morphology::ThresholdRule::nonzero ? resolved.threshold : 0.0;
   report.threshold_rule = o.threshold.empty() ? "nonzero" : (o.threshold == "otsu" ? "otsu" : "value");
   report.max_size = o.max_size;
   report.remaining = outcome.remaining;

@@ -116,7 +116,7 @@ void read_bits(const Array& volume, std::int64_t first, std::int64_t count, std:
       [base](std::int64_t voxel, std::int64_t voxels, void* to) {
         std::memcpy(to, base + voxel, static_cast<std::size_t>(voxels));
       },
-      DType::u8, count, s[1], s[2], std::nullopt, bits);
+      morphology::ValueType::u8, count, s[1], s[2], std::nullopt, bits);
 }
 
 /// The read phase alone, written by hand as an MPI+CUDA program would: this rank's workers at once,

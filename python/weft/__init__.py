@@ -73,11 +73,14 @@ class GranulometryResult:
         curve: int64 array, the foreground voxels left by the opening of size n (n = 0, 1, ...).
         spectrum: int64 array, ``curve[n] - curve[n + 1]``: the voxels removed between n and n + 1.
         size_map: int32 array of the volume's shape, the largest n whose opening keeps each voxel
-            (-1 on the background), or None when not asked.
+            (-1 on the background), or None when not asked. (The command line stores it in
+            granulometry.h5 as uint8 or uint16, the background 255 or 65535.)
         sizes: the sizes n (0, 1, ...); ``radius`` and ``diameter`` the same in ``voxel_size``
             units (n is a radius in voxels: the element of size n spans 2n + 1 voxels).
         element, max_size, threshold, threshold_rule, voxel_size: the parameters used.
-        fraction: the curve as a fraction of the volume's voxels.
+        fraction: the curve as a fraction of the volume's voxels (curve.csv's volume_fraction).
+        cumulative: ``1 - curve[n + 1] / curve[0]``, the share of the foreground removed by the
+            openings up to size n + 1 (curve.csv's cumulative; not monotone where a ball curve rises).
     """
 
     def __init__(self, raw, element, shape, voxel_size):
@@ -95,6 +98,9 @@ class GranulometryResult:
         self.diameter = (2 * self.sizes + 1) * scale
         voxels = float(_np.prod(shape))
         self.fraction = self.curve / voxels if voxels else self.curve.astype(float)
+        following = self.curve - self.spectrum  # curve[n + 1], also past the last size
+        first = float(self.curve[0]) if len(self.curve) else 0.0
+        self.cumulative = 1.0 - following / first if first > 0 else _np.zeros(len(self.curve))
 
     def __repr__(self):
         return "GranulometryResult(element=%r, sizes 0..%d, foreground %d voxels%s)" % (
@@ -119,12 +125,15 @@ def granulometry(volume, element="ball", max_size=None, threshold=None, size_map
     """Granulometric curve, pattern spectrum and size map of a 3D volume by exact openings.
 
     Args:
-        volume: a 3D numpy array of any integer, float or bool dtype (bool and uint8, uint16 and
-            float32 are read in place, without a copy), or, for volumes larger than memory, an
-            h5py.Dataset or a path "file.h5:/data" (uint8, uint16 or float32), read slab by slab.
+        volume: a 3D numpy array of bool, any integer (8 to 64 bits), float32 or float64 dtype,
+            read in place (without a copy) and compared with the threshold in its own type (an
+            int64 or uint64 volume is never rounded through a float); other dtypes (float16)
+            are converted first. Or, for volumes larger than memory, an h5py.Dataset or a path
+            "file.h5:/data" of any of those types, read slab by slab.
         element: "octahedron", "cube" or "ball" (Euclidean).
         max_size: the largest size N; None: until nothing remains.
-        threshold: None (foreground = any non-zero value), a number T (value >= T) or "otsu".
+        threshold: None (foreground = any non-zero value), a number T (value >= T; a Python int
+            exactly, even beyond 2**53) or "otsu".
         size_map: also return the opening function (the size map).
         voxel_size: the edge of a voxel in your unit, for ``radius`` and ``diameter``.
         devices: "auto" (every GPU of the job, else CPUs), "gpu", "cpu" or "all".
@@ -166,21 +175,19 @@ def granulometry(volume, element="ball", max_size=None, threshold=None, size_map
 def _as_volume(data, threshold):
     """The volume as Weft reads it, the threshold Weft applies, and the rule applied here if any.
 
-    bool, uint8, uint16 and float32 volumes are read in place; other dtypes are thresholded here
-    into a uint8 mask by the same rule (value >= T, or non-zero), or made float32 for Otsu."""
-    if data.dtype == _np.bool_:
-        if threshold is not None:
-            raise ConfigError("threshold: a boolean volume is its own foreground; give no threshold")
-        return _np.ascontiguousarray(data).view(_np.uint8), None, None
-    if data.dtype in (_np.uint8, _np.uint16, _np.float32):
-        return _np.ascontiguousarray(data), threshold, None
-    if data.dtype.kind not in "uif":
+    bool, integer (8 to 64 bits), float32 and float64 volumes are read in place (in this host's
+    byte order) and thresholded by Weft in their own type; float16 is made float32 (exactly)."""
+    if data.dtype == _np.bool_ and threshold is not None:
+        raise ConfigError("threshold: a boolean volume is its own foreground; give no threshold")
+    if data.dtype.kind not in "buif":
         raise ConfigError("volume: dtype %s is not a number" % data.dtype)
-    if isinstance(threshold, str):
-        return _np.ascontiguousarray(data, dtype=_np.float32), threshold, None
-    mask = (data != 0) if threshold is None else (data >= threshold)
-    applied = ("nonzero", 0.0) if threshold is None else ("value", float(threshold))
-    return _np.ascontiguousarray(mask).view(_np.uint8), None, applied
+    if data.dtype.kind == "f" and data.dtype.itemsize == 2:
+        data = data.astype(_np.float32)
+    elif data.dtype.itemsize > 8:
+        raise ConfigError("volume: dtype %s is wider than 64 bits" % data.dtype)
+    if not data.dtype.isnative:
+        data = data.astype(data.dtype.newbyteorder("="))
+    return _np.ascontiguousarray(data), threshold, None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ TEST(Threshold, OtsuSeparatesTwoLevels) {
   Array f = Array::host(DType::f32, Shape(2, 2, 2));
   for (int i = 0; i < 8; ++i) f.data<float>()[i] = i < 4 ? 0.1f : 0.7f;
   EXPECT_EQ(test::count_foreground(morphology::threshold_mask(f, morphology::otsu_threshold(f))), 4);
-  Array bad = Array::host(DType::f64, Shape(2, 2, 2));
+  Array bad = Array::host(DType::f16, Shape(2, 2, 2));  // no ValueType for halves
   EXPECT_THROW((void)morphology::nonzero_mask(bad), ConfigError);
 }
 
@@ -321,7 +321,7 @@ TEST(Threshold, ForegroundBitsReadByPieces) {
         fetched += voxels;
         std::memcpy(to, base + voxel, static_cast<std::size_t>(voxels) * 2);
       },
-      DType::u16, shape[0], shape[1], shape[2], 1000.0);
+      morphology::ValueType::u16, shape[0], shape[1], shape[2], 1000.0);
   EXPECT_EQ(fetched.load(), shape.size());
   const Array back = morphology::unpack_foreground(bits, shape[1], shape[2]);
   const Array mask = morphology::threshold_mask(v, 1000.0);
@@ -335,7 +335,7 @@ TEST(Threshold, ForegroundBitsReadByPieces) {
           [&, r](std::int64_t voxel, std::int64_t voxels, void* to) {
             std::memcpy(to, base + (voxel + r * shape[1] * shape[2]) % shape.size(), static_cast<std::size_t>(voxels) * 2);
           },
-          DType::u16, 1, shape[1], shape[2], 1000.0);
+          morphology::ValueType::u16, 1, shape[1], shape[2], 1000.0);
     });
   for (auto& t : readers) t.join();
   const std::int64_t row = morphology::foreground_plane_bytes(shape[1], shape[2]);
@@ -343,9 +343,9 @@ TEST(Threshold, ForegroundBitsReadByPieces) {
     EXPECT_EQ(std::memcmp(got[static_cast<std::size_t>(r)].raw(), bits.data<std::uint8_t>() + r * row, static_cast<std::size_t>(row)), 0) << r;
   // A fetch that fails: its error, once, in the caller.
   EXPECT_THROW((void)morphology::read_foreground_bits([](std::int64_t, std::int64_t, void*) { throw IoError("no disk"); },
-                                                      DType::u8, 4, 600, 501, std::nullopt),
+                                                      morphology::ValueType::u8, 4, 600, 501, std::nullopt),
                IoError);
-  EXPECT_THROW((void)morphology::foreground_bits(Array::host(DType::f64, Shape(2, 2, 2)), {}), ConfigError);
+  EXPECT_THROW((void)morphology::foreground_bits(Array::host(DType::f16, Shape(2, 2, 2)), {}), ConfigError);
   EXPECT_THROW((void)morphology::unpack_foreground(Array::host(DType::u8, Shape(2, 3)), 4, 4), ConfigError);
 }
 
@@ -376,7 +376,7 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
             ++fetched;
             std::memcpy(to, chunks.data() + (grid.first_row * 4 + k) * 96 * size, 96 * size);
           },
-          type, grid, first, count, 7, 16, 100.0, bits.data<std::uint8_t>());
+          morphology::value_type_of(type), grid, first, count, 7, 16, 100.0, bits.data<std::uint8_t>());
       EXPECT_EQ(fetched.load(), grid.rows * 4);
       Array part = Array::host(type, Shape(count, 7, 16));
       std::memcpy(part.raw(), static_cast<const unsigned char*>(v.raw()) + first * 7 * 16 * size, part.bytes());
@@ -386,19 +386,19 @@ TEST(Threshold, ForegroundBitsReadByChunks) {
       Array values = Array::host(type, Shape(count, 7, 16));
       morphology::read_values_chunked(
           [&](std::int64_t k, void* to) { std::memcpy(to, chunks.data() + (grid.first_row * 4 + k) * 96 * size, 96 * size); },
-          type, grid, first, count, 7, 16, values.raw());
+          morphology::value_type_of(type), grid, first, count, 7, 16, values.raw());
       EXPECT_EQ(std::memcmp(values.raw(), part.raw(), part.bytes()), 0) << dtype_name(type) << " values " << first;
       values.zero();
       morphology::read_values(
           [&](std::int64_t voxel, std::int64_t voxels, void* to) {
             std::memcpy(to, static_cast<const unsigned char*>(part.raw()) + voxel * size, static_cast<std::size_t>(voxels) * size);
           },
-          type, count, 7, 16, values.raw());
+          morphology::value_type_of(type), count, 7, 16, values.raw());
       EXPECT_EQ(std::memcmp(values.raw(), part.raw(), part.bytes()), 0) << dtype_name(type) << " pieces " << first;
     }
   }
   std::vector<std::uint8_t> out(64);
-  EXPECT_THROW(morphology::read_foreground_bits_chunked([](std::int64_t, void*) {}, DType::u8, {3, 4, 6, 0, 1, 2, 3}, 0,
+  EXPECT_THROW(morphology::read_foreground_bits_chunked([](std::int64_t, void*) {}, morphology::ValueType::u8, {3, 4, 6, 0, 1, 2, 3}, 0,
                                                         1, 7, 16, {}, out.data()),
                ConfigError);
 }
@@ -433,7 +433,7 @@ TEST(Threshold, ForegroundBitsReadByWideChunks) {
             ++fetched;
             std::memcpy(to, chunks.data() + k * chunk * static_cast<std::int64_t>(size), chunk * size);
           },
-          type, grid, 0, shape[0], shape[1], shape[2], rule, bits.data());
+          morphology::value_type_of(type), grid, 0, shape[0], shape[1], shape[2], rule, bits.data());
       EXPECT_EQ(fetched.load(), rows * per_y * per_x);
       // Against the u8 masks, bit by bit (not against foreground_bits, which packs the same way).
       const Array mask = rule ? morphology::threshold_mask(v, *rule) : morphology::nonzero_mask(v);
@@ -462,7 +462,7 @@ void expect_served_first(std::int64_t long_turn, std::int64_t long_order, std::i
   std::vector<std::uint8_t> long_out(static_cast<std::size_t>(long_planes * kPlane)), short_out(40 * kPlane);
   std::thread other([&] {
     const morphology::ReadTurn turn(long_turn, long_order);
-    morphology::read_values(slow, DType::u8, long_planes, 512, 512, long_out.data());
+    morphology::read_values(slow, morphology::ValueType::u8, long_planes, 512, 512, long_out.data());
     long_done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -476,7 +476,7 @@ void expect_served_first(std::int64_t long_turn, std::int64_t long_order, std::i
           const std::lock_guard lock(mutex);
           readers.push_back(std::this_thread::get_id());
         },
-        DType::u8, 40, 512, 512, short_out.data());
+        morphology::ValueType::u8, 40, 512, 512, short_out.data());
   }
   EXPECT_FALSE(long_done.load());
   // The long call's own thread helped the short one too (a caller reads the lowest turn first).
@@ -515,7 +515,7 @@ TEST(ReadTurns, APassiveCallerReadsNothingItself) {
           const std::lock_guard lock(mutex);
           readers.push_back(std::this_thread::get_id());
         },
-        DType::u8, 20, 512, 512, out.data());
+        morphology::ValueType::u8, 20, 512, 512, out.data());
   }
   EXPECT_EQ(readers.size(), 20u);
   EXPECT_EQ(std::find(readers.begin(), readers.end(), std::this_thread::get_id()), readers.end());

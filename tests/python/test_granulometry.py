@@ -25,9 +25,13 @@ def cli_curve(program, tmp_path, volume, *args):
     program("granulometry", "--devices", "cpu", "--no-progress", "--input", str(tmp_path / "v.h5") + ":/data",
             "--output", tmp_path / "out", *args)
     with open(tmp_path / "out" / "curve.csv") as f:
-        rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     with h5py.File(tmp_path / "out" / "granulometry.h5") as f:
-        size_map = f["size_map"][()] if "size_map" in f else None
+        size_map = None
+        if "size_map" in f:  # stored as uint8 or uint16, the background the type's largest value
+            stored = f["size_map"]
+            size_map = stored[()].astype(np.int32)
+            size_map[stored[()] == stored.attrs["background"]] = -1
     return np.array([int(r["remaining"]) for r in rows]), size_map
 
 
@@ -40,6 +44,30 @@ def test_curve_and_size_map_are_the_command_lines(tmp_path, program, element):
     assert np.array_equal(r.size_map, want_map)
     assert np.array_equal(r.spectrum, r.curve - np.append(r.curve[1:], 0))
     assert r.curve[0] == int(v.sum())
+
+
+@pytest.mark.parametrize("max_size, as_, dtype", [(None, "radius", np.uint8), (300, "radius", np.uint16),
+                                                 (6, "diameter", np.uint8)])
+def test_size_map_file_is_read_by_h5py(tmp_path, program, max_size, as_, dtype):
+    """The command line's size map: uint8 or uint16 as N asks, gzip, the background 255 or 65535,
+    values n or 2n + 1 (the attributes say which), the same as the Python package's int32 map."""
+    v = balls()
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        f.create_dataset("data", data=v)
+    extra = [] if max_size is None else ["--max-size", str(max_size)]
+    program("granulometry", "--devices", "cpu", "--no-progress", "--input", str(tmp_path / "v.h5") + ":/data",
+            "--element", "ball", "--size-map", "--size-map-as", as_, "--slab-planes", "7", "--output",
+            tmp_path / "out", *extra)
+    want = weft.granulometry(v, element="ball", max_size=max_size, size_map=True, devices="cpu").size_map
+    with h5py.File(tmp_path / "out" / "granulometry.h5") as f:
+        stored = f["size_map"]
+        assert stored.dtype == dtype and stored.compression == "gzip"
+        background = int(stored.attrs["background"])
+        assert background == np.iinfo(dtype).max
+        assert stored.attrs["quantity"] == as_.encode()
+        got = stored[()].astype(np.int64)
+    expect = np.where(want < 0, background, want if as_ == "radius" else 2 * want + 1)
+    assert np.array_equal(got, expect)
 
 
 def test_slabs_give_the_same_curve():
@@ -58,6 +86,40 @@ def test_dtypes_and_thresholds():
     assert np.array_equal(weft.granulometry(v.astype(np.float64), element="cube", devices="cpu").curve, base)
     r = weft.granulometry(v.astype(np.float32) * 200, element="cube", threshold="otsu", devices="cpu")
     assert np.array_equal(r.curve, base) and r.threshold_rule == "otsu"
+
+
+def test_every_number_type_in_place():
+    v = balls()
+    base = weft.granulometry(v, element="octahedron", devices="cpu").curve
+    for dtype in (np.int8, np.int16, np.uint32, np.int64, np.uint64):
+        scaled = v.astype(dtype) * 100 + 7  # background 7, foreground 107
+        r = weft.granulometry(scaled, element="octahedron", threshold=50, devices="cpu")
+        assert np.array_equal(r.curve, base), dtype
+    # Past 2**53 an integer threshold is compared exactly: a float64 would take 2**53 + 1 as 2**53.
+    big = v.astype(np.uint64) + np.uint64(2 ** 53)  # background 2**53, foreground 2**53 + 1
+    r = weft.granulometry(big, element="octahedron", threshold=2 ** 53 + 1, devices="cpu")
+    assert np.array_equal(r.curve, base)
+    # int32 past 2**24, with Otsu (no float32 on the way): two levels a float32 cannot tell apart.
+    i32 = v.astype(np.int32) + 16777216
+    r = weft.granulometry(i32, element="octahedron", threshold="otsu", devices="cpu")
+    assert np.array_equal(r.curve, base) and r.threshold_rule == "otsu"
+    swapped = (v.astype(np.int16) * 1000).astype(">i2")  # another byte order: converted first
+    assert np.array_equal(weft.granulometry(swapped, element="octahedron", threshold=1, devices="cpu").curve, base)
+    assert np.allclose(weft.granulometry(v, element="octahedron", devices="cpu").cumulative[-1], 1.0)
+
+
+def test_datasets_of_every_type(tmp_path):
+    v = balls()
+    base = weft.granulometry(v, element="cube", devices="cpu").curve
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        f.create_dataset("bool", data=v.astype(bool))
+        f.create_dataset("ct", data=v.astype(np.int16) * 1200 - 300, chunks=(5, 30, 26), compression="gzip")
+        f.create_dataset("u64", data=v.astype(np.uint64) * 10)
+    assert np.array_equal(weft.granulometry(str(tmp_path / "t.h5") + ":/bool", element="cube", devices="cpu").curve, base)
+    ct = weft.granulometry(str(tmp_path / "t.h5") + ":/ct", element="cube", threshold=0, devices="cpu", slab_planes=6)
+    assert np.array_equal(ct.curve, base)
+    u64 = weft.granulometry(str(tmp_path / "t.h5") + ":/u64", element="cube", threshold="otsu", devices="cpu")
+    assert np.array_equal(u64.curve, base)
 
 
 def test_datasets_are_read_by_slabs(tmp_path):

@@ -42,6 +42,20 @@ def png_bytes(pixels, colour=False):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
+def tiff_bytes(width, height, samples=1, stored=None, bits=8, values=None):
+    """A little-endian one-page TIFF of 8-bit grey pixels, its one strip of `stored` bytes (every
+    pixel's by default) at the end of the file: headers that can claim what the file does not hold."""
+    entries = 9
+    data = 8 + 2 + entries * 12 + 4
+    stored = width * height * samples if stored is None else stored
+    b = b"II*\0" + struct.pack("<IH", 8, entries)
+    for tag, kind, value in [(256, 4, width), (257, 4, height), (258, 3, bits), (259, 3, 1), (262, 3, 1),
+                             (273, 4, data), (277, 3, samples), (278, 4, height), (279, 4, stored)]:
+        b += struct.pack("<HHII", tag, kind, 1, value if kind == 4 else value & 0xFFFF)
+    pixels = values if values is not None else b"\x01" * stored
+    return b + struct.pack("<I", 0) + pixels[:stored]
+
+
 def write(path, data):
     with open(path, "wb") as f:
         f.write(data)
@@ -62,6 +76,10 @@ def fixtures():
         f.create_dataset("plain", data=vol)
         f.create_dataset("flat", data=vol[0])
         f.create_dataset("int64", data=vol.astype(np.int64))
+        f.create_dataset("bool", data=vol.astype(bool))
+        f.create_dataset("ct", data=vol.astype(np.int16) * 1200 - 300)  # a reconstruction: -300 and 900
+        f.create_dataset("complex", data=vol.astype(np.complex64))
+        f.create_dataset("half", data=vol.astype(np.float16))
         f.create_dataset("empty", shape=(0, 4, 4), dtype=np.uint8)
         f.create_dataset("lzf", data=vol, chunks=(8, 8, 8), compression="lzf")
         f.create_dataset("video", data=np.stack([frame(i) for i in range(3)]))
@@ -90,6 +108,19 @@ def fixtures():
     write(p("huge.png"), png_bytes(frame(0))[:16] + struct.pack(">II", 1 << 20, 1 << 20) + png_bytes(frame(0))[24:])
     for i in range(3):
         write(p("seq%03d.png" % i), png_bytes(frame(i)))
+    # TIFF: a stack of good slices, one of them damaged or of another size, headers claiming more
+    # than their files hold.
+    for name in ("stack", "stack_mixed", "stack_cut"):
+        os.makedirs(p(name), exist_ok=True)
+        for z in range(6):
+            write(p("%s/slice_%d.tif" % (name, z)), tiff_bytes(24, 24, values=(vol[z] * 255).tobytes()))
+    write(p("stack_mixed/slice_3.tif"), tiff_bytes(24, 23))
+    write(p("stack_cut/slice_4.tif"), tiff_bytes(24, 24)[:-10])
+    os.makedirs(p("stack_empty"), exist_ok=True)
+    write(p("huge.tif"), tiff_bytes(100000, 100000, stored=8))  # 130 bytes claiming 10 GB
+    write(p("rgb.tif"), tiff_bytes(24, 24, samples=3))
+    write(p("bilevel.tif"), tiff_bytes(24, 24, bits=1, stored=72))
+    write(p("text.tif"), b"not a TIFF file at all")
     write(p("kernel_bad.txt"), b"1 2 x\n")
     write(p("kernel3.txt"), b"1 2 1\n2 4 2\n1 2 1\n")
     write(p("kernel_edge.txt"), b"-1 0 1\n-2 0 2\n-1 0 1\n")  # sums to 0
@@ -133,6 +164,16 @@ class Case:
 
 def w(name):
     return os.path.join(WORK, name)
+
+
+def curve_rows(folder):
+    """curve.csv of an output folder without its '#' lines (the provenance differs between runs)."""
+    with open(w(folder + "/curve.csv")) as f:
+        return [line for line in f if not line.startswith("#")]
+
+
+def same_curve(a, b):
+    return os.path.isfile(w(a + "/curve.csv")) and curve_rows(a) == curve_rows(b)
 
 
 def cases():
@@ -216,8 +257,37 @@ def cases():
              names=["cut.h5"], outputs=["gout"]),
         Case("granulometry 2d dataset", g + ["--input", w("vol.h5") + ":/flat", "--output", out],
              names=["vol.h5:/flat", "2D"], outputs=["gout"]),
-        Case("granulometry int64", g + ["--input", w("vol.h5") + ":/int64", "--output", out],
-             names=["vol.h5:/int64", "i64"], outputs=["gout"]),
+        Case("granulometry complex", g + ["--input", w("vol.h5") + ":/complex", "--output", out],
+             names=["vol.h5:/complex", "not a number"], outputs=["gout"]),
+        Case("granulometry float16", g + ["--input", w("vol.h5") + ":/half", "--output", out],
+             names=["vol.h5:/half", "f16"], outputs=["gout"]),
+        Case("granulometry int64 with a median", g + ["--input", w("vol.h5") + ":/int64", "--median", "3",
+                                                     "--output", out], names=["--median", "i64"], outputs=["gout"]),
+        Case("granulometry threshold nan", g + ["--input", w("vol.h5") + ":/ct", "--threshold", "nan", "--output", out],
+             names=["--threshold", "nan"], outputs=["gout"]),
+        Case("granulometry voxel size", g + ["--input", w("vol.h5") + ":/data", "--voxel-size", "-0.5um",
+                                           "--output", out], names=["--voxel-size", "-0.5um"], outputs=["gout"]),
+        Case("granulometry voxel unit", g + ["--input", w("vol.h5") + ":/data", "--voxel-size", "0.5 m/s",
+                                           "--output", out], names=["--voxel-size", "0.5 m/s"], outputs=["gout"]),
+        Case("granulometry size map as", g + ["--input", w("vol.h5") + ":/data", "--size-map", "--size-map-as",
+                                            "volume", "--output", out], names=["--size-map-as", "volume"],
+             outputs=["gout"]),
+        Case("granulometry tiff claims 10 GB", g + ["--input", w("huge.tif"), "--output", out],
+             names=["huge.tif", "page 0"], outputs=["gout"], deadline=20),
+        Case("granulometry tiff colour", g + ["--input", w("rgb.tif"), "--output", out],
+             names=["rgb.tif", "samples per pixel"], outputs=["gout"]),
+        Case("granulometry tiff 1 bit", g + ["--input", w("bilevel.tif"), "--output", out],
+             names=["bilevel.tif", "1-bit"], outputs=["gout"]),
+        Case("granulometry not tiff", g + ["--input", w("text.tif"), "--output", out],
+             names=["text.tif", "TIFF"], outputs=["gout"]),
+        Case("granulometry tiff stack of two sizes", g + ["--input", w("stack_mixed"), "--output", out],
+             names=["slice_3.tif", "24x24"], outputs=["gout"]),
+        Case("granulometry tiff stack truncated slice", g + ["--input", w("stack_cut"), "--output", out],
+             names=["slice_4.tif", "truncated"], outputs=["gout"]),
+        Case("granulometry tiff empty folder", g + ["--input", w("stack_empty"), "--output", out],
+             names=["stack_empty", ".tif"], outputs=["gout"]),
+        Case("granulometry tiff pattern", g + ["--input", w("stack/none_*.tif"), "--output", out],
+             names=["none_*.tif"], outputs=["gout"]),
         Case("granulometry empty", g + ["--input", w("vol.h5") + ":/empty", "--output", out],
              names=["vol.h5:/empty"], outputs=["gout"]),
         Case("granulometry lzf", g + ["--input", w("vol.h5") + ":/lzf", "--output", out],
@@ -265,6 +335,13 @@ def cases():
              after=lambda: all(os.path.isfile(w("fresh/" + f)) for f in ("curve.csv", "curve.svg", "granulometry.h5"))),
         Case("granulometry stale stage removed", g + ["--input", w("vol.h5") + ":/data", "--output", w("fresh")],
              code=0, before=plant_stale_stage, after=lambda: not stale_stages()),
+        Case("granulometry tiff stack", g + ["--input", w("stack/slice_*.tif"), "--output", w("from_tiff")], code=0,
+             after=lambda: os.path.isfile(w("from_tiff/curve.csv"))),
+        Case("granulometry int16 threshold", g + ["--input", w("vol.h5") + ":/ct", "--threshold", "0", "--size-map",
+                                                "--output", w("from_ct")], code=0,
+             after=lambda: same_curve("from_ct", "fresh")),
+        Case("granulometry bool", g + ["--input", w("vol.h5") + ":/bool", "--output", w("from_bool")], code=0,
+             after=lambda: same_curve("from_bool", "fresh")),
         # Flow.
         Case("flow one frame", fl + ["--frames", w("a.png"), "--output", w("f.flo")], names=["2 frames"]),
         Case("flow missing frame", fl + ["--frames", w("a.png"), w("nope.png"), "--output", w("f.flo")],

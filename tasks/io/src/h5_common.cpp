@@ -97,6 +97,31 @@ DType dtype_of_h5(hid_t type, const std::string& where) {
                     ", not a number) in " + where);
 }
 
+Element element_of_h5(hid_t type, const std::string& where) {
+  const H5T_class_t type_class = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  // The name is a letter and the bits ("i16"); built in place (GCC 12 warns about a "x" + to_string).
+  std::string name(1, type_class == H5T_FLOAT ? 'f' : H5Tget_sign(type) == H5T_SGN_2 ? 'i' : 'u');
+  name.append(std::to_string(8 * size));
+  if (type_class == H5T_INTEGER && (size == 1 || size == 2 || size == 4 || size == 8)) return {name, size};
+  if (type_class == H5T_FLOAT && (size == 2 || size == 4 || size == 8)) return {name, size};
+  if (type_class == H5T_ENUM && size == 1 && H5Tget_nmembers(type) == 2) {
+    // h5py writes numpy's bool as this enum; its members' values are the stored bytes.
+    bool named = true;
+    for (unsigned i = 0; i < 2; ++i) {
+      char* name = H5Tget_member_name(type, i);
+      signed char value = -1;
+      named = named && name && std::string(name) == (i == 0 ? "FALSE" : "TRUE") &&
+              H5Tget_member_value(type, i, &value) >= 0 && value == static_cast<signed char>(i);
+      if (name) H5free_memory(name);
+    }
+    if (named) return {"bool", 1};
+  }
+  if (type_class == H5T_INTEGER || type_class == H5T_FLOAT) throw ConfigError("unsupported dtype " + name + " in " + where);
+  throw ConfigError("unsupported dtype (HDF5 type class " + std::to_string(static_cast<int>(type_class)) +
+                    (type_class == H5T_ENUM ? ", an enum other than h5py's bool" : ", not a number") + ") in " + where);
+}
+
 bool h5_path_exists(hid_t file, const std::string& path) {
   if (path.empty() || path == "/") return true;
   std::size_t pos = path[0] == '/' ? 1 : 0;

@@ -51,6 +51,15 @@ template <class T> T h5_check(T status, const char* what, const std::string& whe
 /// Maps a dataset's stored type to a dtype; ConfigError "unsupported dtype X in <where>" otherwise.
 [[nodiscard]] DType dtype_of_h5(hid_t type, const std::string& where);
 
+/// A stored element type by name and size: "bool" (h5py's enum of a byte, FALSE = 0 and
+/// TRUE = 1), "i8" … "i64", "u8" … "u64", "f16", "f32", "f64"; ConfigError "unsupported dtype X
+/// in <where>" for any other type (strings, compounds, other enums, integers wider than 8 bytes).
+struct Element {
+  std::string name;
+  std::size_t bytes = 1;
+};
+[[nodiscard]] Element element_of_h5(hid_t type, const std::string& where);
+
 /// True when every link of `path` ("/a/b/c") exists in `file`.
 [[nodiscard]] bool h5_path_exists(hid_t file, const std::string& path);
 

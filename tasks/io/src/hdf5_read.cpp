@@ -64,6 +64,20 @@ DType stored_dtype(hid_t dataset, const std::string& where) {
   return detail::dtype_of_h5(type.get(), where);
 }
 
+/// The element type of `dataset`, and its DType where it has one (u8 otherwise, with `any_number`;
+/// without it, dtype_of_h5's ConfigError).
+detail::Element stored_element(hid_t dataset, const std::string& where, bool any_number, DType& dtype) {
+  const H5Handle type(h5_check(H5Dget_type(dataset), "H5Dget_type", where));
+  const detail::Element element = detail::element_of_h5(type.get(), where);
+  try {
+    dtype = detail::dtype_of_h5(type.get(), where);
+  } catch (const ConfigError&) {
+    if (!any_number) throw;
+    dtype = DType::u8;
+  }
+  return element;
+}
+
 }  // namespace
 
 std::string hdf5_version() {
@@ -82,12 +96,14 @@ DatasetRef parse_dataset_ref(const std::string& text) {
   return ref;
 }
 
-DatasetInfo dataset_info(const DatasetRef& ref) {
+DatasetInfo dataset_info(const DatasetRef& ref, bool any_number) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
   DatasetInfo info;
-  info.dtype = stored_dtype(open.dataset.get(), where);
+  const detail::Element element = stored_element(open.dataset.get(), where, any_number, info.dtype);
+  info.element = element.name;
+  info.element_bytes = static_cast<std::int64_t>(element.bytes);
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
   for (hsize_t d : detail::h5_extents(space.get(), where)) info.shape.push_back(static_cast<std::int64_t>(d));
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
@@ -163,8 +179,8 @@ std::vector<std::string> dataset_filters(const DatasetRef& ref) {
   return names;
 }
 
-DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what) {
-  DatasetInfo info = dataset_info(ref);
+DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what, bool any_number) {
+  DatasetInfo info = dataset_info(ref, any_number);
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
@@ -180,9 +196,10 @@ DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what)
       throw ConfigError(what + ": extents too large to address");
     elements *= static_cast<std::uint64_t>(d);
   }
-  if (elements > static_cast<std::uint64_t>(INT64_MAX) / dtype_size(info.dtype))
+  const auto element_bytes = static_cast<std::uint64_t>(info.element_bytes);
+  if (elements > static_cast<std::uint64_t>(INT64_MAX) / element_bytes)
     throw ConfigError(what + ": extents too large to address");
-  const std::uint64_t bytes = elements * dtype_size(info.dtype);
+  const std::uint64_t bytes = elements * element_bytes;
   if (elements == 0) return info;
   const H5D_layout_t layout = H5Pget_layout(plist.get());
   if (layout == H5D_CONTIGUOUS && H5Pget_external_count(plist.get()) == 0) {
@@ -250,19 +267,54 @@ Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz) {
   return out;
 }
 
+void read_slab_values(const DatasetRef& ref, std::int64_t z0, std::int64_t nz, void* to) {
+  const detail::H5Lock lock;
+  const std::string where = ref.str();
+  const OpenDataset open = open_dataset(ref);
+  DType unused = DType::u8;
+  const detail::Element element = stored_element(open.dataset.get(), where, true, unused);
+  const H5Handle file_space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
+  std::vector<hsize_t> dims = detail::h5_extents(file_space.get(), where);
+  if (dims.size() != 3) throw ConfigError("cannot read planes of " + where + ": it has " + std::to_string(dims.size()) + " axes, not 3");
+  if (z0 < 0 || nz < 1 || z0 + nz > static_cast<std::int64_t>(dims[0]))
+    throw ConfigError("cannot read planes [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) + ") of " + where +
+                      ": axis 0 has " + std::to_string(dims[0]) + " elements");
+  const std::vector<hsize_t> start{static_cast<hsize_t>(z0), 0, 0};
+  dims[0] = static_cast<hsize_t>(nz);
+  h5_check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr),
+           "H5Sselect_hyperslab", where);
+  const H5Handle memory_space(h5_check(H5Screate_simple(3, dims.data(), nullptr), "H5Screate_simple", where));
+  // The stored type in this host's byte order (an enum stays an enum: its values are the bytes).
+  const H5Handle type(h5_check(H5Dget_type(open.dataset.get()), "H5Dget_type", where));
+  const H5Handle native(h5_check(H5Tget_native_type(type.get(), H5T_DIR_ASCEND), "H5Tget_native_type", where));
+  if (H5Tget_size(native.get()) != element.bytes)
+    throw ConfigError("cannot read " + where + ": its " + element.name + " values have no native type of their size");
+  read_checked(open.dataset.get(), native.get(), memory_space.get(), file_space.get(), to, where);
+}
+
 namespace {
 
 /// Whether the library's bytes of `open` are this host's: no user block before the file's addresses,
-/// elements stored in this host's byte order at their size. `dtype` is set.
-bool native_storage(const OpenDataset& open, const std::string& where, DType& dtype) {
+/// elements stored in this host's byte order at their size (IEEE floats, two's complement
+/// integers: what element_of_h5 accepts). `dtype`, `element` and `bytes` are set.
+bool native_storage(const OpenDataset& open, const std::string& where, DType& dtype, std::string& element,
+                    std::int64_t& bytes) {
   const H5Handle file_plist(h5_check(H5Fget_create_plist(open.file.get()), "H5Fget_create_plist", where));
   hsize_t userblock = 0;
   h5_check(H5Pget_userblock(file_plist.get(), &userblock), "H5Pget_userblock", where);
   const H5Handle type(h5_check(H5Dget_type(open.dataset.get()), "H5Dget_type", where));
-  dtype = detail::dtype_of_h5(type.get(), where);
+  const detail::Element e = stored_element(open.dataset.get(), where, true, dtype);
+  element = e.name;
+  bytes = static_cast<std::int64_t>(e.bytes);
   const H5T_order_t order = H5Tget_order(type.get());
   const bool native = order == H5T_ORDER_NONE || (order == H5T_ORDER_LE) == (std::endian::native == std::endian::little);
-  return userblock == 0 && native && H5Tget_size(type.get()) == dtype_size(dtype);
+  // A float stored otherwise than IEEE (another exponent or mantissa width) is left to the library.
+  bool ieee = true;
+  if (H5Tget_class(type.get()) == H5T_FLOAT) {
+    const H5Handle want(H5Tcopy(e.bytes == 8 ? H5T_NATIVE_DOUBLE : e.bytes == 4 ? H5T_NATIVE_FLOAT : H5T_IEEE_F32LE));
+    ieee = e.bytes == 2 || H5Tequal(type.get(), want.get()) > 0;
+  }
+  return userblock == 0 && native && ieee && H5Tget_size(type.get()) == e.bytes;
 }
 
 }  // namespace
@@ -271,23 +323,21 @@ std::optional<RawExtent> raw_extent(const DatasetRef& ref) {
   const detail::H5Lock lock;
   const std::string where = ref.str();
   const OpenDataset open = open_dataset(ref);
-  DType dtype = DType::u8;
+  RawExtent extent;
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
   if (H5Pget_layout(plist.get()) != H5D_CONTIGUOUS || H5Pget_external_count(plist.get()) != 0 ||
-      !native_storage(open, where, dtype))
+      !native_storage(open, where, extent.dtype, extent.element, extent.element_bytes))
     return std::nullopt;
   const haddr_t offset = H5Dget_offset(open.dataset.get());
   if (offset == HADDR_UNDEF) return std::nullopt;
   const H5Handle space(h5_check(H5Dget_space(open.dataset.get()), "H5Dget_space", where));
-  RawExtent extent;
   extent.offset = static_cast<std::int64_t>(offset);
-  extent.dtype = dtype;
   for (const hsize_t d : detail::h5_extents(space.get(), where)) extent.shape.push_back(static_cast<std::int64_t>(d));
   return extent;
 }
 
 std::int64_t RawChunks::chunk_bytes() const {
-  return chunk.size() == 3 ? chunk[0] * chunk[1] * chunk[2] * static_cast<std::int64_t>(dtype_size(dtype)) : 0;
+  return chunk.size() == 3 ? chunk[0] * chunk[1] * chunk[2] * element_bytes : 0;
 }
 
 std::shared_ptr<ChunkIndex> ChunkIndex::open(const DatasetRef& ref) {
@@ -296,7 +346,9 @@ std::shared_ptr<ChunkIndex> ChunkIndex::open(const DatasetRef& ref) {
   const OpenDataset open = open_dataset(ref);
   const H5Handle plist(h5_check(H5Dget_create_plist(open.dataset.get()), "H5Dget_create_plist", where));
   RawChunks layout;
-  if (H5Pget_layout(plist.get()) != H5D_CHUNKED || !native_storage(open, where, layout.dtype)) return nullptr;
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED ||
+      !native_storage(open, where, layout.dtype, layout.element, layout.element_bytes))
+    return nullptr;
   const int filters = H5Pget_nfilters(plist.get());
   std::vector<H5Z_filter_t> pipeline;
   for (int i = 0; i < filters; ++i) {
@@ -418,7 +470,7 @@ void RawFile::read_chunk(const RawChunks& chunks, std::int64_t k, void* to) cons
   const auto i = static_cast<std::size_t>(k);
   const std::int64_t bytes = chunks.chunk_bytes(), stored = chunks.sizes[i];
   const unsigned mask = chunks.filter_masks[i];
-  const bool shuffled = chunks.shuffle && (mask & 1u) == 0 && dtype_size(chunks.dtype) > 1;
+  const bool shuffled = chunks.shuffle && (mask & 1u) == 0 && chunks.element_bytes > 1;
   const bool deflated = chunks.deflate && (mask & (1u << (chunks.shuffle ? 1 : 0))) == 0;
   const auto bad = [&](const std::string& why) {
     return IoError("chunk at byte " + std::to_string(chunks.offsets[i]) + " of '" + path_ + "': " + why);
@@ -448,7 +500,8 @@ void RawFile::read_chunk(const RawChunks& chunks, std::int64_t k, void* to) cons
     read(chunks.offsets[i], bytes, values);
   }
   if (shuffled) {  // byte j of every element stored together: element e's byte j at j · n + e
-    const std::size_t size = dtype_size(chunks.dtype), n = static_cast<std::size_t>(bytes) / size;
+    const auto size = static_cast<std::size_t>(chunks.element_bytes);
+    const std::size_t n = static_cast<std::size_t>(bytes) / size;
     auto* out = static_cast<unsigned char*>(to);
     for (std::size_t j = 0; j < size; ++j)
       for (std::size_t e = 0; e < n; ++e) out[e * size + j] = values[j * n + e];

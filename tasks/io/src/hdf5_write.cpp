@@ -152,6 +152,48 @@ void H5Writer::create(const std::string& path, DType dtype, const std::vector<st
   (void)create_dataset(file_, path, dtype, dims, std::move(chunk_shape), compress, where);
 }
 
+void H5Writer::create_deflated(const std::string& path, DType dtype, const std::vector<std::int64_t>& extents,
+                               const std::vector<std::int64_t>& chunk, int level, double fill) {
+  const std::string where = final_path_ + ":" + path;
+  if (chunk.size() != extents.size() || extents.empty())
+    throw ConfigError("create_deflated: " + std::to_string(chunk.size()) + " chunk extents for " +
+                      std::to_string(extents.size()) + " axes of " + where);
+  std::vector<hsize_t> dims, c;
+  for (std::size_t a = 0; a < extents.size(); ++a) {
+    if (extents[a] < 1 || chunk[a] < 1 || chunk[a] > extents[a])
+      throw ConfigError("create_deflated: chunk " + std::to_string(chunk[a]) + " for an extent " +
+                        std::to_string(extents[a]) + " of " + where);
+    dims.push_back(static_cast<hsize_t>(extents[a]));
+    c.push_back(static_cast<hsize_t>(chunk[a]));
+  }
+  const detail::H5Lock lock;
+  check_open("create_deflated");
+  if (detail::h5_path_exists(file_, path)) h5_check(H5Ldelete(file_, path.c_str(), H5P_DEFAULT), "H5Ldelete", where);
+  const H5Handle space(h5_check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "H5Screate_simple", where));
+  const H5Handle link_plist(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate", where));
+  h5_check(H5Pset_create_intermediate_group(link_plist.get(), 1), "H5Pset_create_intermediate_group", where);
+  const H5Handle plist(h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", where));
+  h5_check(H5Pset_chunk(plist.get(), static_cast<int>(c.size()), c.data()), "H5Pset_chunk", where);
+  h5_check(H5Pset_deflate(plist.get(), static_cast<unsigned>(std::clamp(level, 1, 9))), "H5Pset_deflate", where);
+  // The fill value in the dataset's own type (the library converts it from a double).
+  h5_check(H5Pset_fill_value(plist.get(), H5T_NATIVE_DOUBLE, &fill), "H5Pset_fill_value", where);
+  (void)H5Handle(h5_check(H5Dcreate2(file_, path.c_str(), detail::memory_type(dtype), space.get(), link_plist.get(),
+                                     plist.get(), H5P_DEFAULT),
+                          "H5Dcreate", where));
+}
+
+void H5Writer::write_chunks(const std::string& path, const std::vector<StoredChunk>& chunks) {
+  const std::string where = final_path_ + ":" + path;
+  const detail::H5Lock lock;
+  check_open("write_chunks");
+  if (!detail::h5_path_exists(file_, path)) throw ConfigError("write_chunks: no dataset " + where);
+  const H5Handle dataset(h5_check(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), "H5Dopen", where));
+  for (const StoredChunk& c : chunks) {
+    std::vector<hsize_t> offset(c.offset.begin(), c.offset.end());
+    h5_check(H5Dwrite_chunk(dataset.get(), H5P_DEFAULT, 0, offset.data(), c.bytes, c.data), "H5Dwrite_chunk", where);
+  }
+}
+
 void H5Writer::write_slab(const std::string& path, std::int64_t z0, const Array& slab) {
   const std::string where = final_path_ + ":" + path;
   if (slab.empty()) throw ConfigError("cannot write an empty slab to " + where);

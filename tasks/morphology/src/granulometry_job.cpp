@@ -33,6 +33,8 @@ class Collector final : public Task {
     if (round_ == 0) out_->remaining.clear(), out_->spectrum.clear();
     add(out_->remaining, ctx.take(remaining));
     add(out_->spectrum, ctx.take(spectrum));
+    // Every slab's curve runs over n = 0..N (an empty slab's too), so N is known from the first round.
+    const int max_size = static_cast<int>(out_->remaining.size()) - 1;
     for (int i = 0; i < plan_.workers; ++i) {
       Array map = ctx.take(size_maps[static_cast<std::size_t>(i)]);
       const Slab slab = plan_.slab(round_, i);
@@ -40,7 +42,8 @@ class Collector final : public Task {
       if (map.shape() != Shape(slab.end - slab.first, plan_.height, plan_.width))
         throw Error(name() + ": size map " + map.shape().str() + " for planes [" + std::to_string(slab.first) + ", " +
                     std::to_string(slab.end) + ")");
-      writer_(slab.first, map.memory().is_host() ? map : map.to_host());
+      // One slab's map at a time: the writer stores it before the next is taken.
+      writer_(slab.first, map.memory().is_host() ? map : map.to_host(), max_size);
     }
     ++round_;
     out_->collected = true;

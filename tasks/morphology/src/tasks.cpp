@@ -11,12 +11,14 @@ namespace weft::morphology {
 
 ThresholdRule ThresholdRule::parse(const std::string& text) {
   if (text.empty() || text == "nonzero") return {};
-  if (text == "otsu") return {otsu, 0};
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0')
-    throw ConfigError("--threshold: expected a number or 'otsu', got '" + text + "'");
-  return {value, v};
+  if (text == "otsu") return {otsu, 0, {}};
+  Foreground exact;
+  try {
+    exact = Foreground::parse(text, "--threshold");
+  } catch (const ConfigError&) {
+    throw ConfigError("--threshold: expected a finite number or 'otsu', got '" + text + "'");
+  }
+  return {value, exact.value(), exact};
 }
 
 Threshold::Threshold(std::string name, ThresholdRule rule, std::function<void(double)> on_threshold)
@@ -29,8 +31,10 @@ void Threshold::run(Context& ctx) {
     mask = nonzero_mask(volume);
     if (on_threshold_) on_threshold_(0.0);
   } else {
-    const double t = rule_.kind == ThresholdRule::otsu ? otsu_threshold(volume) : rule_.threshold;
-    mask = threshold_mask(volume, t);
+    ThresholdRule rule = rule_;
+    if (rule.kind == ThresholdRule::otsu) rule.threshold = otsu_threshold(volume);
+    const double t = rule.threshold;
+    mask = threshold_mask(volume, rule.foreground());
     if (on_threshold_) on_threshold_(t);
   }
   ctx.put(out, std::move(mask));

@@ -21,14 +21,9 @@
 #include <thread>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>  // AVX2, used only where the CPU has it (pack_u8_at_least)
-#endif
 
 #include "env_count.hpp"
+#include "foreground_rule.hpp"
 #include "parallel.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -41,122 +36,6 @@ thread_local std::int64_t read_order = 0;  // and its order within the turn
 thread_local int in_piece = 0;             // pieces of the reading pool this thread is inside
 thread_local bool read_passive = false;    // ReadTurn's `passive`: this thread's calls take no piece
 std::atomic<bool> host_turns{false};       // read_in_host_turns
-
-template <class T, class Keep>
-Array mask_where(const Array& volume, Keep keep) {
-  Array out = Array::host(DType::u8, volume.shape());
-  const T* v = volume.data<T>();
-  std::uint8_t* o = out.data<std::uint8_t>();
-  detail::parallel_for(volume.size(), [&](std::int64_t b, std::int64_t e, int) {
-    for (std::int64_t i = b; i < e; ++i) o[i] = keep(v[i]) ? 1 : 0;
-  });
-  return out;
-}
-
-[[noreturn]] void unsupported(const Array& volume, const char* what) {
-  throw ConfigError(std::string(what) + ": unsupported dtype " + std::string(dtype_name(volume.dtype())) +
-                    " (expected u8, u16 or f32)");
-}
-
-/// Index of the last bin of the background class maximising the between-class variance.
-int otsu_bin(const std::vector<double>& hist) {
-  double total = 0, weighted = 0;
-  for (std::size_t i = 0; i < hist.size(); ++i) {
-    total += hist[i];
-    weighted += static_cast<double>(i) * hist[i];
-  }
-  double w0 = 0, sum0 = 0, best = -1;
-  int best_bin = 0;
-  for (std::size_t i = 0; i + 1 < hist.size(); ++i) {
-    w0 += hist[i];
-    sum0 += static_cast<double>(i) * hist[i];
-    const double w1 = total - w0;
-    if (w0 <= 0 || w1 <= 0) continue;
-    const double m0 = sum0 / w0, m1 = (weighted - sum0) / w1;
-    const double between = w0 * w1 * (m0 - m1) * (m0 - m1);
-    if (between > best) {
-      best = between;
-      best_bin = static_cast<int>(i);
-    }
-  }
-  return best_bin;
-}
-
-/// Packs keep(v[0..n)) into ⌈n/8⌉ bytes, least significant bit first, the last byte's unused bits 0.
-template <class T, class Keep>
-void pack_where(const T* v, std::int64_t n, Keep keep, std::uint8_t* out) {
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    unsigned b = 0;
-    for (int k = 0; k < 8; ++k) b |= static_cast<unsigned>(keep(v[i + k])) << k;
-    out[i / 8] = static_cast<std::uint8_t>(b);
-  }
-  if (i < n) {
-    unsigned b = 0;
-    for (int k = 0; i + k < n; ++k) b |= static_cast<unsigned>(keep(v[i + k])) << k;
-    out[i / 8] = static_cast<std::uint8_t>(b);
-  }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/// pack_u8_at_least 32 at a time, for CPUs with AVX2 (chosen at run time: the build targets any
-/// x86-64). A 64³ chunk's row piece is two steps. On the development machine 1024³ u8 in 64³
-/// chunks were read and packed at 7.4–7.6 GB/s with it, 7.1 GB/s with the SSE2 loop below (one
-/// thread; a probe, printed, not kept).
-__attribute__((target("avx2"))) std::int64_t pack_u8_at_least_avx2(const std::uint8_t* v, std::int64_t n, unsigned t,
-                                                                     std::uint8_t* out) {
-  const __m256i threshold = _mm256_set1_epi8(static_cast<char>(t));
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i));
-    const auto bits = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(x, threshold), x)));
-    std::memcpy(out + i / 8, &bits, sizeof bits);  // least significant bit first, as pack_where
-  }
-  return i;
-}
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
-#endif
-
-/// u8 values ≥ t (1 ≤ t ≤ 255): 32 at a time with AVX2, else 16 where SSE2 is there (max(v, t) ==
-/// v, then the sign bits).
-void pack_u8_at_least(const std::uint8_t* v, std::int64_t n, unsigned t, std::uint8_t* out) {
-  std::int64_t i = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (kHaveAvx2) i = pack_u8_at_least_avx2(v, n, t, out);
-#endif
-#if defined(__SSE2__)
-  const __m128i threshold = _mm_set1_epi8(static_cast<char>(t));
-  for (; i + 16 <= n; i += 16) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i));
-    const auto bits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, threshold), x)));
-    out[i / 8] = static_cast<std::uint8_t>(bits & 0xFFu);
-    out[i / 8 + 1] = static_cast<std::uint8_t>(bits >> 8);
-  }
-#endif
-  pack_where(v + i, n - i, [t](std::uint8_t x) { return x >= t; }, out + i / 8);
-}
-
-/// Packs n values of `type` at `v` (the same rule as threshold_mask / nonzero_mask).
-void pack_values(const void* v, DType type, std::int64_t n, const Foreground& foreground, std::uint8_t* out) {
-  switch (type) {
-    case DType::u8: {
-      if (!foreground) return pack_u8_at_least(static_cast<const std::uint8_t*>(v), n, 1, out);
-      const double t = *foreground;
-      if (std::isnan(t) || t > 255) return static_cast<void>(std::memset(out, 0, static_cast<std::size_t>((n + 7) / 8)));
-      if (t <= 0) return pack_where(static_cast<const std::uint8_t*>(v), n, [](std::uint8_t) { return true; }, out);
-      return pack_u8_at_least(static_cast<const std::uint8_t*>(v), n, static_cast<unsigned>(std::ceil(t)), out);
-    }
-    case DType::u16:
-      if (!foreground) return pack_where(static_cast<const std::uint16_t*>(v), n, [](std::uint16_t x) { return x != 0; }, out);
-      return pack_where(static_cast<const std::uint16_t*>(v), n, [t = *foreground](std::uint16_t x) { return x >= t; }, out);
-    case DType::f32:
-      if (!foreground) return pack_where(static_cast<const float*>(v), n, [](float x) { return x != 0.0f; }, out);
-      return pack_where(static_cast<const float*>(v), n, [t = *foreground](float x) { return x >= t; }, out);
-    default:
-      throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
-                        " (expected u8, u16 or f32)");
-  }
-}
 
 /// Voxels of a piece that one thread fetches and packs (a multiple of 8; 1 MB of f32).
 constexpr std::int64_t kPieceVoxels = std::int64_t{1} << 18;
@@ -351,28 +230,17 @@ class ReadPool {
 
 namespace {
 
-void check_values_type(DType type) {
-  if (type != DType::u8 && type != DType::u16 && type != DType::f32)
-    throw ConfigError("foreground bits: unsupported dtype " + std::string(dtype_name(type)) +
-                      " (expected u8, u16 or f32)");
-}
-
-}  // namespace
-
-namespace {
-
 /// Packs `planes` planes of Y × X values into `bits`, by pieces of a plane on every core:
 /// values(z, from, n) points at the n values of plane z from voxel `from`.
 template <class Values>
-void pack_pieces(DType type, std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
-                 std::uint8_t* bits, Values values) {
-  check_values_type(type);
+void pack_pieces(ValueType type, std::int64_t planes, std::int64_t height, std::int64_t width,
+                 const Foreground& foreground, std::uint8_t* bits, Values values) {
   const std::int64_t plane = height * width, row = foreground_plane_bytes(height, width);
   if (planes <= 0 || plane <= 0) return;
   const std::int64_t pieces = (plane + kPieceVoxels - 1) / kPieceVoxels;
   ReadPool::get().run(planes * pieces, [&](std::int64_t k) {
     const std::int64_t z = k / pieces, from = (k % pieces) * kPieceVoxels, n = std::min(kPieceVoxels, plane - from);
-    pack_values(values(z, from, n), type, n, foreground, bits + z * row + from / 8);
+    pack_foreground(values(z, from, n), type, n, foreground, bits + z * row + from / 8);
   });
 }
 
@@ -385,7 +253,7 @@ void copy_on_read_threads(void* to, const void* from, std::size_t bytes) {
   const auto* base = static_cast<const std::byte*>(from);
   read_values([base](std::int64_t at, std::int64_t n, void* out) {
     std::memcpy(out, base + at, static_cast<std::size_t>(n));
-  }, DType::u8, 1, 1, static_cast<std::int64_t>(bytes), to);
+  }, ValueType::u8, 1, 1, static_cast<std::int64_t>(bytes), to);
 }
 
 void read_in_host_turns(bool on) noexcept { host_turns = on; }
@@ -402,12 +270,12 @@ ReadTurn::~ReadTurn() {
   read_passive = previous_passive_;
 }
 
-void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
-                          std::int64_t width, Foreground foreground, std::uint8_t* bits) {
+void read_foreground_bits(const ValueFetch& fetch, ValueType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, const Foreground& foreground, std::uint8_t* bits) {
   const std::int64_t plane = height * width;
   pack_pieces(type, planes, height, width, foreground, bits, [&](std::int64_t z, std::int64_t from, std::int64_t n) {
-    thread_local std::vector<unsigned char> buffer;  // each thread's, kept between calls (4 bytes: f32 at most)
-    if (buffer.empty()) buffer.resize(static_cast<std::size_t>(kPieceVoxels * 4));
+    thread_local std::vector<unsigned char> buffer;  // each thread's, kept between calls (8 bytes a value at most)
+    if (buffer.empty()) buffer.resize(static_cast<std::size_t>(kPieceVoxels * 8));
     fetch(z * plane + from, n, buffer.data());
     return static_cast<const void*>(buffer.data());
   });
@@ -418,14 +286,14 @@ namespace {
 /// Every chunk of `grid` fetched on every core, then segment(z, y, x0, n, values) for each row
 /// segment of it inside planes [first, first + planes): n values of row y of plane z from x0.
 template <class Segment>
-void for_each_chunk_row(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+void for_each_chunk_row(const ChunkFetch& fetch, ValueType type, const ChunkGrid& grid, std::int64_t first,
                         std::int64_t planes, std::int64_t height, std::int64_t width, Segment segment) {
   if (planes <= 0 || height <= 0 || width <= 0) return;
   if (first < grid.first_row * grid.cz || first + planes > (grid.first_row + grid.rows) * grid.cz ||
       grid.per_y * grid.cy < height || grid.per_x * grid.cx < width)
     throw ConfigError("reading by chunks: the chunks do not hold planes [" + std::to_string(first) + ", " +
                       std::to_string(first + planes) + ")");
-  const std::size_t size = dtype_size(type);
+  const std::size_t size = value_size(type);
   const auto chunk_bytes = static_cast<std::size_t>(grid.cz * grid.cy * grid.cx) * size;
   // A piece is a run of chunks side by side along x (chunk k = (row · per_y + iy) · per_x + ix), so
   // that one thread writes the whole rows of its output, not every thread a few bytes of each
@@ -457,24 +325,22 @@ void for_each_chunk_row(const ChunkFetch& fetch, DType type, const ChunkGrid& gr
 
 }  // namespace
 
-void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
-                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
-                                  std::uint8_t* bits) {
-  check_values_type(type);
+void read_foreground_bits_chunked(const ChunkFetch& fetch, ValueType type, const ChunkGrid& grid, std::int64_t first,
+                                  std::int64_t planes, std::int64_t height, std::int64_t width,
+                                  const Foreground& foreground, std::uint8_t* bits) {
   if (!chunked_bits_fit(width, grid.cx))
     throw ConfigError("foreground bits by chunks: planes " + std::to_string(width) + " wide in chunks " +
                       std::to_string(grid.cx) + " wide do not start on bytes of bits (both must be multiples of 8)");
   const std::int64_t row_bytes = height * width / 8;
   for_each_chunk_row(fetch, type, grid, first, planes, height, width,
                      [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
-                       pack_values(values, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
+                       pack_foreground(values, type, n, foreground, bits + (z - first) * row_bytes + (y * width + x0) / 8);
                      });
 }
 
-void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+void read_values_chunked(const ChunkFetch& fetch, ValueType type, const ChunkGrid& grid, std::int64_t first,
                          std::int64_t planes, std::int64_t height, std::int64_t width, void* to) {
-  check_values_type(type);
-  const std::size_t size = dtype_size(type);
+  const std::size_t size = value_size(type);
   auto* out = static_cast<unsigned char*>(to);
   for_each_chunk_row(fetch, type, grid, first, planes, height, width,
                      [&](std::int64_t z, std::int64_t y, std::int64_t x0, std::int64_t n, const unsigned char* values) {
@@ -483,39 +349,43 @@ void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& g
                      });
 }
 
-void read_values(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height, std::int64_t width,
+void read_values(const ValueFetch& fetch, ValueType type, std::int64_t planes, std::int64_t height, std::int64_t width,
                  void* to) {
-  check_values_type(type);
   const std::int64_t total = planes * height * width;
   if (total <= 0) return;
   auto* out = static_cast<unsigned char*>(to);
-  const std::size_t size = dtype_size(type);
+  const std::size_t size = value_size(type);
   ReadPool::get().run((total + kPieceVoxels - 1) / kPieceVoxels, [&](std::int64_t k) {
     const std::int64_t from = k * kPieceVoxels;
     fetch(from, std::min(kPieceVoxels, total - from), out + static_cast<std::size_t>(from) * size);
   });
 }
 
-Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
-                           std::int64_t width, Foreground foreground) {
+Array read_foreground_bits(const ValueFetch& fetch, ValueType type, std::int64_t planes, std::int64_t height,
+                           std::int64_t width, const Foreground& foreground) {
   Array out = Array::host(DType::u8, Shape(planes, foreground_plane_bytes(height, width)));
   read_foreground_bits(fetch, type, planes, height, width, foreground, out.data<std::uint8_t>());
   return out;
 }
 
-Array foreground_bits(const Array& volume, Foreground foreground) {
-  if (volume.shape().ndim() != 3 || !volume.memory().is_host())
-    throw ConfigError("foreground bits: expected a host volume [Z, Y, X], got " + volume.shape().str());
-  const Shape& s = volume.shape();
-  Array out = Array::host(DType::u8, Shape(s[0], foreground_plane_bytes(s[1], s[2])));
-  const auto* base = static_cast<const unsigned char*>(volume.raw());
-  const std::size_t size = dtype_size(volume.dtype());
-  const std::int64_t plane = s[1] * s[2];
-  pack_pieces(volume.dtype(), s[0], s[1], s[2], foreground, out.data<std::uint8_t>(),
+Array foreground_bits(const void* values, ValueType type, std::int64_t planes, std::int64_t height,
+                      std::int64_t width, const Foreground& foreground) {
+  Array out = Array::host(DType::u8, Shape(planes, foreground_plane_bytes(height, width)));
+  const auto* base = static_cast<const unsigned char*>(values);
+  const std::size_t size = value_size(type);
+  const std::int64_t plane = height * width;
+  pack_pieces(type, planes, height, width, foreground, out.data<std::uint8_t>(),
               [&](std::int64_t z, std::int64_t from, std::int64_t) {  // packed where the values are
                 return static_cast<const void*>(base + static_cast<std::size_t>(z * plane + from) * size);
               });
   return out;
+}
+
+Array foreground_bits(const Array& volume, const Foreground& foreground) {
+  if (volume.shape().ndim() != 3 || !volume.memory().is_host())
+    throw ConfigError("foreground bits: expected a host volume [Z, Y, X], got " + volume.shape().str());
+  const Shape& s = volume.shape();
+  return foreground_bits(volume.raw(), value_type_of(volume.dtype(), "foreground bits"), s[0], s[1], s[2], foreground);
 }
 
 bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width) {
@@ -542,76 +412,31 @@ Array unpack_foreground(const Array& bits, std::int64_t height, std::int64_t wid
   return out;
 }
 
-Array threshold_mask(const Array& volume, double threshold) {
-  switch (volume.dtype()) {
-    case DType::u8: return mask_where<std::uint8_t>(volume, [=](std::uint8_t v) { return v >= threshold; });
-    case DType::u16: return mask_where<std::uint16_t>(volume, [=](std::uint16_t v) { return v >= threshold; });
-    case DType::f32: return mask_where<float>(volume, [=](float v) { return v >= threshold; });
-    default: unsupported(volume, "threshold");
-  }
-}
-
-Array nonzero_mask(const Array& volume) {
-  switch (volume.dtype()) {
-    case DType::u8: return mask_where<std::uint8_t>(volume, [](std::uint8_t v) { return v != 0; });
-    case DType::u16: return mask_where<std::uint16_t>(volume, [](std::uint16_t v) { return v != 0; });
-    case DType::f32: return mask_where<float>(volume, [](float v) { return v != 0.0f; });
-    default: unsupported(volume, "threshold");
-  }
-}
-
 namespace {
 
-/// Counts of bin(v[i]) over the volume, one histogram per core, summed.
-template <class T, class Bin>
-std::vector<double> histogram(const T* v, std::int64_t n, int bins, Bin bin) {
-  const int workers = detail::worker_count_hint();
-  std::vector<std::vector<std::int64_t>> parts(static_cast<std::size_t>(workers));
-  detail::parallel_for(n, [&](std::int64_t b, std::int64_t e, int w) {
-    auto& h = parts[static_cast<std::size_t>(w)];
-    h.assign(static_cast<std::size_t>(bins), 0);
-    for (std::int64_t i = b; i < e; ++i) ++h[static_cast<std::size_t>(bin(v[i]))];
-  }, std::int64_t{1} << 16);
-  std::vector<double> total(static_cast<std::size_t>(bins), 0.0);
-  for (const auto& h : parts)
-    for (std::size_t i = 0; i < h.size(); ++i) total[i] += static_cast<double>(h[i]);
-  return total;
+/// u8 0/1 mask of a host volume by `foreground` (values.hpp's rule in the volume's own type).
+Array mask_of(const Array& volume, const Foreground& foreground) {
+  Array out = Array::host(DType::u8, volume.shape());
+  std::uint8_t* o = out.data<std::uint8_t>();
+  detail::with_rule(volume.raw(), value_type_of(volume.dtype(), "threshold"), foreground, [&](const auto* v, auto keep) {
+    detail::parallel_for(volume.size(), [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) o[i] = keep(v[i]) ? 1 : 0;
+    });
+  });
+  return out;
 }
 
 }  // namespace
 
+Array threshold_mask(const Array& volume, const Foreground& threshold) {
+  if (!threshold) throw ConfigError("threshold: no threshold given");
+  return mask_of(volume, threshold);
+}
+
+Array nonzero_mask(const Array& volume) { return mask_of(volume, std::nullopt); }
+
 double otsu_threshold(const Array& volume) {
-  const std::int64_t n = volume.size();
-  if (n == 0) throw ConfigError("otsu threshold: empty volume");
-  if (volume.dtype() == DType::u8)
-    return otsu_bin(histogram(volume.data<std::uint8_t>(), n, 256, [](std::uint8_t x) { return x; })) + 1.0;
-  if (volume.dtype() == DType::u16)
-    return otsu_bin(histogram(volume.data<std::uint16_t>(), n, 65536, [](std::uint16_t x) { return x; })) + 1.0;
-  if (volume.dtype() != DType::f32) unsupported(volume, "otsu threshold");
-  const float* v = volume.data<float>();
-  // The extremes per core, then over the cores (in order, as one pass would meet them).
-  const int workers = detail::worker_count_hint();
-  std::vector<std::pair<float, float>> ends(static_cast<std::size_t>(workers), {0.0f, 0.0f});
-  std::vector<char> used(static_cast<std::size_t>(workers), 0);
-  detail::parallel_for(n, [&](std::int64_t b, std::int64_t e, int w) {
-    const auto [lo_it, hi_it] = std::minmax_element(v + b, v + e);
-    ends[static_cast<std::size_t>(w)] = {*lo_it, *hi_it};
-    used[static_cast<std::size_t>(w)] = 1;
-  }, std::int64_t{1} << 16);
-  double lo = 0, hi = 0;
-  bool first = true;
-  for (std::size_t w = 0; w < ends.size(); ++w) {
-    if (!used[w]) continue;
-    if (first || ends[w].first < lo) lo = ends[w].first;
-    if (first || !(ends[w].second < hi)) hi = ends[w].second;
-    first = false;
-  }
-  if (!(hi > lo)) return std::nextafter(hi, std::numeric_limits<double>::infinity());
-  constexpr int kBins = 1024;
-  const double scale = kBins / (hi - lo);
-  const std::vector<double> hist =
-      histogram(v, n, kBins, [&](float x) { return std::min(kBins - 1, static_cast<int>((x - lo) * scale)); });
-  return lo + (otsu_bin(hist) + 1) / scale;
+  return otsu_threshold(volume.raw(), value_type_of(volume.dtype(), "otsu threshold"), volume.size());
 }
 
 }  // namespace weft::morphology

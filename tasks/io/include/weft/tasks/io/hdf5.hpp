@@ -32,20 +32,27 @@ struct DatasetRef {
 
 /// Element type and extents (slowest axis first) of a dataset; `chunk` is empty when contiguous.
 struct DatasetInfo {
-  DType dtype = DType::u8;
+  DType dtype = DType::u8;  ///< as read_dataset returns it (u8 for the elements DType lacks)
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> chunk;
+  /// The element type as stored: "bool" (h5py's), "i8", "u8", "i16", "u16", "i32", "u32", "i64",
+  /// "u64", "f16", "f32", "f64", and its bytes (read_slab_values reads those as they are).
+  std::string element = "u8";
+  std::int64_t element_bytes = 1;
 };
 
-/// Element types: u8, u16, i32, f16 (16-bit IEEE floats), f32, f64; others are a ConfigError.
-[[nodiscard]] DatasetInfo dataset_info(const DatasetRef& ref);
+/// Element types: u8, u16, i32, f16 (16-bit IEEE floats), f32, f64; others are a ConfigError,
+/// unless `any_number`: then every element type `element` names is accepted (read such datasets
+/// with read_slab_values; read_dataset and read_slab refuse those DType lacks).
+[[nodiscard]] DatasetInfo dataset_info(const DatasetRef& ref, bool any_number = false);
 
 /// dataset_info, after the checks a program makes before it reads anything: every filter of the
 /// dataset's pipeline can be undone by this HDF5 (ConfigError naming the filter, e.g. lzf), the
 /// element count and byte size fit in 64 bits, a contiguous dataset's bytes lie inside the file,
 /// and a chunked dataset has every chunk written (a file whose writer stopped early would read as
 /// fill values: ConfigError saying how many chunks are missing). `what` prefixes the messages.
-[[nodiscard]] DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what);
+[[nodiscard]] DatasetInfo checked_dataset_info(const DatasetRef& ref, const std::string& what,
+                                               bool any_number = false);
 
 /// The names of a dataset's filters, in pipeline order ("deflate", "shuffle", "lzf", ...).
 [[nodiscard]] std::vector<std::string> dataset_filters(const DatasetRef& ref);
@@ -57,16 +64,23 @@ struct DatasetInfo {
 /// Of a 4D dataset, one element (nz == 1) is read, returned without axis 0 (e.g. a flow [H, W, 2]).
 [[nodiscard]] Array read_slab(const DatasetRef& ref, std::int64_t z0, std::int64_t nz);
 
+/// Planes [z0, z0 + nz) of axis 0 of a 3-D dataset of any element type (DatasetInfo::element) into
+/// `to` (nz · Y · X · element_bytes bytes), as stored, in this host's byte order (bool as bytes
+/// 0 and 1), through the library. ConfigError for planes outside the dataset or another rank.
+void read_slab_values(const DatasetRef& ref, std::int64_t z0, std::int64_t nz, void* to);
+
 /// Where a dataset's elements lie in its file, for reads that bypass the library (pread by pieces
 /// on every core, where H5Dread runs on one thread under the process-wide mutex).
 struct RawExtent {
   std::int64_t offset = 0;  ///< byte of the first element in the file
-  DType dtype = DType::u8;
+  DType dtype = DType::u8;  ///< u8 for the elements DType lacks: see `element`
   std::vector<std::int64_t> shape;
+  std::string element = "u8";  ///< DatasetInfo::element
+  std::int64_t element_bytes = 1;
 };
 
-/// The raw extent of a contiguous dataset whose storage is allocated, in the file itself (no
-/// external storage, no user block) and in this host's byte order; nullopt for any other dataset
+/// The raw extent of a contiguous dataset of any element type whose storage is allocated, in the
+/// file itself (no external storage, no user block) and in this host's byte order; nullopt for any other dataset
 /// (chunked, compressed, not yet written, big-endian, ...), which read_slab reads.
 [[nodiscard]] std::optional<RawExtent> raw_extent(const DatasetRef& ref);
 
@@ -77,7 +91,9 @@ struct RawExtent {
 /// elements in C order once its filters are undone (RawFile::read_chunk), edge chunks too (their
 /// elements past the dataset are padding).
 struct RawChunks {
-  DType dtype = DType::u8;
+  DType dtype = DType::u8;  ///< u8 for the elements DType lacks: see `element`
+  std::string element = "u8";  ///< DatasetInfo::element
+  std::int64_t element_bytes = 1;
   std::vector<std::int64_t> shape, chunk;
   std::int64_t first_row = 0, rows = 0, per_y = 0, per_x = 0;
   std::vector<std::int64_t> offsets, sizes;
@@ -164,6 +180,18 @@ class H5Writer {
   /// Same for datasets of any rank (e.g. 4-D flows [T, H, W, 2]), extents slowest axis first.
   void create(const std::string& path, DType dtype, const std::vector<std::int64_t>& extents,
               std::vector<std::int64_t> chunk_shape = {}, bool compress = false);
+  /// Creates a chunked dataset that declares the deflate (gzip) filter at `level`, `fill` where no
+  /// chunk is written, for chunks the caller deflates itself (write_chunks; DeflatedVolume).
+  void create_deflated(const std::string& path, DType dtype, const std::vector<std::int64_t>& extents,
+                       const std::vector<std::int64_t>& chunk, int level, double fill);
+  /// A chunk already through the dataset's filters, at element `offset` (a corner of the chunk grid).
+  struct StoredChunk {
+    std::vector<std::int64_t> offset;
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  /// Stores `chunks` as they are (H5Dwrite_chunk, every filter applied), the dataset opened once.
+  void write_chunks(const std::string& path, const std::vector<StoredChunk>& chunks);
   /// Writes `slab` at [z0, z0 + slab.shape()[0]) of axis 0 of a created dataset; its other extents must
   /// match. A slab of rank one less than the dataset is one element of axis 0.
   void write_slab(const std::string& path, std::int64_t z0, const Array& slab);

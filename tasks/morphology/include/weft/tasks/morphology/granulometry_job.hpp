@@ -43,9 +43,10 @@ struct GranulometryJob {
 using GraphRunner = std::function<void(Graph& graph, const Mapper& slabs, bool preliminary)>;
 
 /// Receives the size map (i32, host) of planes [first, first + map.shape()[0]), in any order, on
-/// the rank that collects the results. Its values: the largest n whose opening keeps the voxel,
-/// -1 on the background.
-using SizeMapWriter = std::function<void(std::int64_t first, const Array& map)>;
+/// the rank that collects the results, as each slab's map arrives. Its values: the largest n ≤ N
+/// whose opening keeps the voxel, -1 on the background; `max_size` is N (known by the first call,
+/// also when the job finds it: a writer can choose its storage then).
+using SizeMapWriter = std::function<void(std::int64_t first, const Array& map, int max_size)>;
 
 struct GranulometryOutcome {
   bool collected = false;  ///< this rank collected the results (the others hold no curve)

@@ -7,18 +7,25 @@
 
 #include "weft/graph/task.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
+#include "weft/tasks/morphology/values.hpp"
 
 namespace weft::morphology {
 
 /// How the foreground is chosen: non-zero voxels, value ≥ a fixed threshold, or Otsu's threshold.
 struct ThresholdRule {
   enum Kind : std::uint8_t { nonzero, value, otsu } kind = nonzero;
-  double threshold = 0;
-  /// Parses "" (non-zero), "otsu" or a number; throws ConfigError naming --threshold.
+  double threshold = 0;  ///< value: the number given (as a double); otsu: 0 until resolved
+  Foreground exact;      ///< value: the number as parsed (an integer exactly, values.hpp)
+  /// Parses "" (non-zero), "otsu" or a finite number; throws ConfigError naming --threshold.
   [[nodiscard]] static ThresholdRule parse(const std::string& text);
+  /// The rule for a value (exact for integer texts) or a resolved Otsu threshold; none for nonzero.
+  [[nodiscard]] Foreground foreground() const {
+    if (kind == nonzero) return {};
+    return kind == value && exact ? exact : Foreground(threshold);
+  }
 };
 
-/// u8/u16/f32 volume → u8 0/1 mask (CPU). The threshold used is reported through `on_threshold`.
+/// Volume (any dtype but f16) → u8 0/1 mask (CPU). The threshold used is reported through `on_threshold`.
 class Threshold final : public Task {
  public:
   Threshold(std::string name, ThresholdRule rule, std::function<void(double)> on_threshold = {});

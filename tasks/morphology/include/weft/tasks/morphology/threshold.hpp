@@ -5,15 +5,16 @@
 #include <optional>
 
 #include "weft/data/array.hpp"
+#include "weft/tasks/morphology/values.hpp"
 
 namespace weft::morphology {
 
-/// u8 0/1 mask of `volume` (host, u8, u16 or f32): 1 where value ≥ threshold.
-[[nodiscard]] Array threshold_mask(const Array& volume, double threshold);
+/// u8 0/1 mask of `volume` (host, any dtype but f16): 1 where value ≥ threshold (values.hpp's rule).
+[[nodiscard]] Array threshold_mask(const Array& volume, const Foreground& threshold);
 /// u8 0/1 mask where the value is non-zero (the default for binary data).
 [[nodiscard]] Array nonzero_mask(const Array& volume);
-/// Otsu's threshold of a host u8, u16 or f32 array (256 bins for u8, 65536 for u16, 1024 for
-/// f32 between its minimum and maximum); returns the smallest value counted as foreground.
+/// Otsu's threshold of a host array (any dtype but f16: values.hpp's otsu_threshold); returns the
+/// smallest value counted as foreground.
 [[nodiscard]] double otsu_threshold(const Array& volume);
 
 // Foreground bits: a volume's planes read, thresholded and packed in one pass, one bit per voxel,
@@ -22,9 +23,6 @@ namespace weft::morphology {
 // foreground_plane_bytes(Y, X) bytes; the bits past the plane's last voxel are zero. A packed
 // mask is a host or device u8 array [planes, foreground_plane_bytes(Y, X)] (2-D, where the
 // u8 mask is 3-D).
-
-/// What counts as foreground: value ≥ *threshold, or any non-zero value when there is none.
-using Foreground = std::optional<double>;
 
 /// Bytes of one plane's foreground bits.
 [[nodiscard]] constexpr std::int64_t foreground_plane_bytes(std::int64_t height, std::int64_t width) {
@@ -72,14 +70,14 @@ void read_in_host_turns(bool on) noexcept;
 /// voxel) in `to`; called from several threads at once, each piece at most a few MB.
 using ValueFetch = std::function<void(std::int64_t voxel, std::int64_t voxels, void* to)>;
 
-/// Foreground bits of `planes` planes of Y × X values of `type` (u8, u16 or f32) fetched by
-/// pieces on every core, each piece through its thread's own buffer (the values are never all in
-/// memory at once), into `bits` (planes · foreground_plane_bytes(Y, X) bytes).
-void read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height,
-                          std::int64_t width, Foreground foreground, std::uint8_t* bits);
+/// Foreground bits of `planes` planes of Y × X values of `type` fetched by pieces on every core,
+/// each piece through its thread's own buffer (the values are never all in memory at once), into
+/// `bits` (planes · foreground_plane_bytes(Y, X) bytes).
+void read_foreground_bits(const ValueFetch& fetch, ValueType type, std::int64_t planes, std::int64_t height,
+                          std::int64_t width, const Foreground& foreground, std::uint8_t* bits);
 /// The same into a new host array [planes, foreground_plane_bytes(Y, X)].
-[[nodiscard]] Array read_foreground_bits(const ValueFetch& fetch, DType type, std::int64_t planes,
-                                         std::int64_t height, std::int64_t width, Foreground foreground);
+[[nodiscard]] Array read_foreground_bits(const ValueFetch& fetch, ValueType type, std::int64_t planes,
+                                         std::int64_t height, std::int64_t width, const Foreground& foreground);
 /// Puts the values of chunk k (a whole chunk, cz · cy · cx values in C order) in `to`.
 using ChunkFetch = std::function<void(std::int64_t chunk, void* to)>;
 
@@ -96,24 +94,27 @@ struct ChunkGrid {
 /// pieces of a run of chunks side by side along x, into `bits`. Each chunk's rows must start on a
 /// byte of bits: X and cx multiples of 8 (whether that holds: chunked_bits_fit); throws
 /// ConfigError otherwise.
-void read_foreground_bits_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
-                                  std::int64_t planes, std::int64_t height, std::int64_t width, Foreground foreground,
-                                  std::uint8_t* bits);
+void read_foreground_bits_chunked(const ChunkFetch& fetch, ValueType type, const ChunkGrid& grid, std::int64_t first,
+                                  std::int64_t planes, std::int64_t height, std::int64_t width,
+                                  const Foreground& foreground, std::uint8_t* bits);
 /// The values themselves: planes [first, first + planes) of the chunks of `grid` (any chunk width)
 /// copied into `to` (planes · Y · X values of `type`, C order), by the same pieces on every core.
-void read_values_chunked(const ChunkFetch& fetch, DType type, const ChunkGrid& grid, std::int64_t first,
+void read_values_chunked(const ChunkFetch& fetch, ValueType type, const ChunkGrid& grid, std::int64_t first,
                          std::int64_t planes, std::int64_t height, std::int64_t width, void* to);
 /// The values of `planes` planes of Y × X values fetched by pieces on every core straight into
 /// `to`: fetch(voxel, voxels, to + voxel · size) for each piece.
-void read_values(const ValueFetch& fetch, DType type, std::int64_t planes, std::int64_t height, std::int64_t width,
+void read_values(const ValueFetch& fetch, ValueType type, std::int64_t planes, std::int64_t height, std::int64_t width,
                  void* to);
 /// Whether read_foreground_bits_chunked takes chunks `cx` wide of planes `width` wide.
 [[nodiscard]] constexpr bool chunked_bits_fit(std::int64_t width, std::int64_t cx) {
   return width % 8 == 0 && cx % 8 == 0;
 }
 
-/// Foreground bits of a host volume [Z, Y, X] (u8, u16 or f32).
-[[nodiscard]] Array foreground_bits(const Array& volume, Foreground foreground);
+/// Foreground bits of a host volume [Z, Y, X] (any dtype but f16).
+[[nodiscard]] Array foreground_bits(const Array& volume, const Foreground& foreground);
+/// Foreground bits of `planes` planes of Y × X values of `type` at `values` (host), packed on every core.
+[[nodiscard]] Array foreground_bits(const void* values, ValueType type, std::int64_t planes, std::int64_t height,
+                                    std::int64_t width, const Foreground& foreground);
 /// Whether `mask` is a packed mask of planes of Y × X voxels (else it should be a u8 mask).
 [[nodiscard]] bool is_foreground_bits(const Array& mask, std::int64_t height, std::int64_t width);
 /// The u8 0/1 mask [planes, Y, X] of host foreground bits.

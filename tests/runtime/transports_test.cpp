@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "weft/tasks/demo/demo.hpp"
+#include "weft/util/settings.hpp"
 #include "weft/weft.hpp"
 
 using namespace weft;
@@ -57,11 +58,17 @@ Mapping place(const std::vector<std::pair<std::string, Place>>& places) {
   return m;
 }
 
-/// Sets an environment variable for one test.
+/// Sets an environment variable for one test (settings() reads the environment once: reloaded).
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    ::setenv(name, value, 1);
+    reload_settings();
+  }
+  ~ScopedEnv() {
+    ::unsetenv(name_);
+    reload_settings();
+  }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/mpi_check.hpp"
+#include "transport/tags.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/settings.hpp"
 
@@ -23,8 +24,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBeatTag = 1;  // rank -> rank 0, and rank 0 -> rank
-constexpr int kStopTag = 2;  // rank 0 -> rank: the job stops, with the reason
+using tags::kBeat;
+using tags::kStop;
 
 struct Beat {
   std::int32_t kind = 0;  // 0: alive, 1: goodbye (ends normally)
@@ -39,11 +40,13 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 namespace {
-// Every thread's counters, never freed: a finished thread's count stays part of the sum.
+// Every thread's counters, never freed: a finished thread's count stays part of the sum. The list
+// is never destroyed either, so that the counters stay reachable (not leaks to LeakSanitizer)
+// and threads that outlive static destruction can still count.
 std::mutex g_threads_mutex;
 std::vector<ThreadActivity*>& all_threads() {
-  static std::vector<ThreadActivity*> threads;
-  return threads;
+  static auto* threads = new std::vector<ThreadActivity*>;
+  return *threads;
 }
 }  // namespace
 
@@ -109,7 +112,7 @@ struct Watchdog::Impl {
         if (!peers[static_cast<std::size_t>(r)].gone) {
           MPI_Request q;
           MPI_Isend(reason.c_str(), static_cast<int>(std::min<std::size_t>(reason.size() + 1, sizeof stop_text)),
-                    MPI_CHAR, r, kStopTag, comm, &q);
+                    MPI_CHAR, r, kStop, comm, &q);
           notes.push_back(q);
         }
       const auto until = Clock::now() + std::chrono::seconds(1);
@@ -125,7 +128,7 @@ struct Watchdog::Impl {
 
   void send(int to, const Beat& beat) {
     sends.emplace_back(MPI_REQUEST_NULL, beat);
-    MPI_Isend(&sends.back().second, sizeof(Beat), MPI_BYTE, to, kBeatTag, comm, &sends.back().first);
+    MPI_Isend(&sends.back().second, sizeof(Beat), MPI_BYTE, to, kBeat, comm, &sends.back().first);
   }
 
   void reap_sends() {  // a send to a rank that stopped receiving stays (a few bytes a period)
@@ -148,7 +151,7 @@ struct Watchdog::Impl {
   }
 
   void post_receive(int slot, int from) {
-    MPI_Irecv(&inbox[static_cast<std::size_t>(slot)], sizeof(Beat), MPI_BYTE, from, kBeatTag, comm,
+    MPI_Irecv(&inbox[static_cast<std::size_t>(slot)], sizeof(Beat), MPI_BYTE, from, kBeat, comm,
               &receives[static_cast<std::size_t>(slot)]);
   }
 
@@ -193,7 +196,7 @@ struct Watchdog::Impl {
       for (int r = 1; r < size; ++r) post_receive(r, r);
     } else {
       post_receive(0, 0);
-      MPI_Irecv(stop_text, sizeof stop_text - 1, MPI_CHAR, 0, kStopTag, comm, &stop_receive);
+      MPI_Irecv(stop_text, sizeof stop_text - 1, MPI_CHAR, 0, kStop, comm, &stop_receive);
     }
     auto next_beat = Clock::now();
     while (!stop) {

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/markup.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/output.hpp"
 
@@ -54,17 +55,7 @@ const char* meaning_of(Transport t) {
 }
 
 /// Text inside an HTML-like label.
-std::string html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
+std::string html(const std::string& text) { return xml_escaped(text); }
 
 /// A quoted DOT identifier.
 std::string quoted(const std::string& text) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/markup.hpp"
 #include "outputs.hpp"
 
 namespace weft::granulometry {
@@ -18,18 +19,6 @@ double tick_step(double top, int count) {
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (raw <= m * p) return std::max(1.0, m * p);
   return 10 * p;
-}
-
-std::string xml_escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
 }
 
 /// At most `n` characters of `text` (then "..."), for one line of the caption.
@@ -74,7 +63,7 @@ std::string curve_svg(const Report& r) {
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
     << "\" font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s << "<text x=\"" << kW / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">Granulometry of "
-    << xml_escaped(r.input) << " (" << r.shape << ", " << r.element << ")</text>\n";
+    << cli::xml_escaped(r.input) << " (" << r.shape << ", " << r.element << ")</text>\n";
   // Spectrum bars from the zero line (right axis), negative ones downwards in another colour,
   // then the curve (left axis) over them.
   const double bar = std::max(1.0, pw / (last + 1) * 0.7);
@@ -108,7 +97,7 @@ std::string curve_svg(const Report& r) {
       << number(n) << "</text>\n";
   const std::string voxel = "(" + r.voxel.str() + ")";
   s << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kTop + ph + 42 << "\" text-anchor=\"middle\">size n: radius n "
-    << xml_escaped(voxel) << ", diameter (2n+1) " << xml_escaped(voxel) << "</text>\n";
+    << cli::xml_escaped(voxel) << ", diameter (2n+1) " << cli::xml_escaped(voxel) << "</text>\n";
   s << "<text transform=\"translate(24," << kTop + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#1d3557\">"
     << "remaining foreground voxels after opening n (line)</text>\n";
   s << "<text transform=\"translate(" << kW - 18 << "," << kTop + ph / 2
@@ -116,7 +105,7 @@ std::string curve_svg(const Report& r) {
     << "</text>\n";
   double y = kTop + ph + 62;
   for (const std::string& line : caption) {
-    s << "<text x=\"12\" y=\"" << y << "\" font-size=\"11\" fill=\"#555\">" << xml_escaped(clipped(line, 150)) << "</text>\n";
+    s << "<text x=\"12\" y=\"" << y << "\" font-size=\"11\" fill=\"#555\">" << cli::xml_escaped(clipped(line, 150)) << "</text>\n";
     y += kLine;
   }
   s << "</svg>\n";

@@ -23,7 +23,7 @@ struct VoxelSize {
 
 /// Every output carries these lines (curve.csv's comments, granulometry.h5's attributes, curve.svg's caption).
 struct Provenance {
-  std::string program;    ///< "weft 0.1.0 (commit abc1234)"
+  std::string program;    ///< the program's name, version and the commit it was built from
   std::string command;    ///< the command line, quoted for a POSIX shell
   std::string date;       ///< when the run started, UTC, ISO 8601
   std::string devices;    ///< where the slabs were computed, e.g. "gpu:0 (NVIDIA H200) on host a; ..."

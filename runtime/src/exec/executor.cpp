@@ -33,6 +33,7 @@
 #include "exec/remote.hpp"
 #include "exec/state_transfer.hpp"
 #include "exec/stream_timer.hpp"
+#include "transport/tags.hpp"
 #include "exec/transports.hpp"
 #include "transport/nccl.hpp"
 #include "trace/trace.hpp"
@@ -77,7 +78,6 @@ struct Node {
   std::atomic<std::uint64_t> state_bytes{0};
 };
 
-constexpr int kReportBox = 0x7ffffff0;  // message box of the load balancer's reports (rank 0)
 
 }  // namespace
 
@@ -673,7 +673,7 @@ void run_balancer(State& run) {
       std::vector<std::byte> message(sizeof rank);
       std::memcpy(message.data(), &rank, sizeof rank);
       message.insert(message.end(), bytes.begin(), bytes.end());
-      run.remote->post(0, kReportBox, std::move(message));
+      run.remote->post(0, detail::tags::kReportBox, std::move(message));
     }
     return;
   }
@@ -821,7 +821,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     post = [remote](int to, int box, std::vector<std::byte> bytes) { remote->post(to, box, std::move(bytes)); };
     State* raw = state.get();  // the links belong to the state: no cycle through a shared_ptr
     remote->enable_messages([raw](int box, std::vector<std::byte> bytes) {
-      if (box == kReportBox) return raw->deliver_report(std::move(bytes));
+      if (box == detail::tags::kReportBox) return raw->deliver_report(std::move(bytes));
       raw->migrations->deliver(box, std::move(bytes));
     });
   }

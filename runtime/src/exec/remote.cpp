@@ -19,6 +19,7 @@
 #include "exec/mpi_check.hpp"
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
+#include "transport/tags.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
@@ -29,21 +30,14 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t(1) << 30;  // MPI counts are int: send in 1 GiB pieces
 
-// One communicator for every run, duplicated once on all ranks; runs are told apart by tags:
-// bits 18 and up carry the run's number (every rank numbers its runs alike, since every rank
-// runs the same graphs in the same order), the low bits the edge and message kind.
+// One communicator for every run, duplicated once on all ranks; runs are told apart by tags
+// (transport/tags.hpp).
 MPI_Comm run_comm() {
   static const MPI_Comm comm = duplicate_world();
   return comm;
 }
 int g_run_counter = 0;
-int tag_for(int run, int low) { return ((run % 2048) << 18) | low; }
-int control_tag(int run) { return tag_for(run, 1); }
-int trace_tag(int run) { return tag_for(run, 2); }
-int message_tag(int run) { return tag_for(run, 3); }
-int nccl_order_tag(int run) { return tag_for(run, 4); }
-int edge_tag_in(int run, int edge, int kind) { return tag_for(run, 16 + 4 * edge + kind); }  // 0 header, 1 payload, 2 credit
-int message_tag(int run, int channel) { return tag_for(run, 16 + 4 * channel + 3); }  // kind 3: outside edges
+using tags::EdgePart;
 
 struct Header {
   std::uint64_t index = 0;
@@ -209,7 +203,7 @@ struct RemoteLinks::Impl {
   void progress_loop() {
     std::list<std::shared_ptr<Op>> active;
     MPI_Request control = MPI_REQUEST_NULL;
-    MPI_Irecv(control_buffer, sizeof control_buffer - 1, MPI_CHAR, MPI_ANY_SOURCE, control_tag(run), comm, &control);
+    MPI_Irecv(control_buffer, sizeof control_buffer - 1, MPI_CHAR, MPI_ANY_SOURCE, tags::control(run), comm, &control);
     int idle = 0;
     long drain_loops = 0;
     while (true) {
@@ -434,7 +428,7 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
           const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
           while (credits == 0 && !t.end) {
             auto c = std::make_shared<std::int32_t>(0);
-            auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, edge_tag_in(impl->run, id, 2), c);
+            auto op = impl->submit(false, c.get(), sizeof(std::int32_t), to, tags::edge(impl->run, id, EdgePart::credit), c);
             if (!impl->wait(op)) return false;
             credits += *c;
           }
@@ -503,8 +497,8 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
         if (!serial && !wait_for_credit()) return;
         std::vector<std::shared_ptr<Op>> ops;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;
-        ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, edge_tag_in(impl->run, id, 0), header));
-        if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, edge_tag_in(impl->run, id, 1), keep);
+        ops.push_back(impl->submit(true, header.get(), sizeof(Header), to, tags::edge(impl->run, id, EdgePart::header), header));
+        if (header->bytes) impl->send_bytes(ops, data, header->bytes, to, tags::edge(impl->run, id, EdgePart::payload), keep);
         if (header->nccl) {
           GpuInterval interval;
           const double n0 = impl->trace ? impl->trace->now_us() : 0;
@@ -518,7 +512,7 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
             // The order message first: NCCL may only finish queueing a send (its first one to a
             // peer connects) once the peer issues the receive, which waits for that message.
             std::lock_guard in_order(impl->nccl_order);
-            ops.push_back(impl->submit(true, order.get(), sizeof *order, to, nccl_order_tag(impl->run), order));
+            ops.push_back(impl->submit(true, order.get(), sizeof *order, to, tags::nccl_order(impl->run), order));
             nccl_in_flight.emplace_back(nccl_send(direct, t.ready.get(), to, impl->trace ? &interval : nullptr), direct);
           }
           if (impl->trace) {
@@ -556,7 +550,7 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
               std::lock_guard in_order(impl->nccl_order);
               if (--impl->nccl_senders[to] == 0) {  // the last NCCL edge to this peer: no more
                 auto last = std::make_shared<NcclOrder>();
-                op = impl->submit(true, last.get(), sizeof *last, to, nccl_order_tag(impl->run), last);
+                op = impl->submit(true, last.get(), sizeof *last, to, tags::nccl_order(impl->run), last);
               }
             }
             if (op && !impl->wait(op)) return;
@@ -593,7 +587,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
         try {
           while (true) {
             auto order = std::make_shared<NcclOrder>();
-            if (!impl->wait(impl->submit(false, order.get(), sizeof *order, from, nccl_order_tag(impl->run), order))) return;
+            if (!impl->wait(impl->submit(false, order.get(), sizeof *order, from, tags::nccl_order(impl->run), order))) return;
             if (order->edge < 0) return;
             const Shape shape = shape_from(order->ndim, order->dims, "NCCL order message");
             std::shared_ptr<Event> done;
@@ -624,14 +618,14 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
       std::shared_ptr<Event> copied;  // the last token's copy out of a buffer: done before its credit
       auto grant = [&](int n) {
         auto c = std::make_shared<std::int32_t>(n);
-        impl->submit(true, c.get(), sizeof(std::int32_t), from, edge_tag_in(impl->run, id, 2), c);
+        impl->submit(true, c.get(), sizeof(std::int32_t), from, tags::edge(impl->run, id, EdgePart::credit), c);
       };
       grant(capacity);
       while (true) {
         auto header = std::make_shared<Header>();  // outlives this thread if the run is cancelled
         Header& h = *header;
         const double posted = impl->trace ? impl->trace->now_us() : 0;
-        auto op = impl->submit(false, &h, sizeof h, from, edge_tag_in(impl->run, id, 0), header);
+        auto op = impl->submit(false, &h, sizeof h, from, tags::edge(impl->run, id, EdgePart::header), header);
         if (!impl->wait(op)) return;
         const double t0 = impl->trace ? impl->trace->now_us() : 0;  // the header arrived
         if (impl->trace) impl->trace->add({"wait for header", "recv", lane, h.index, posted, t0 - posted});
@@ -672,7 +666,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
               t.ready = std::move(done);
             } else {
               Array a = Array::host(static_cast<DType>(h.dtype), shape);
-              if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, edge_tag_in(impl->run, id, 1),
+              if (h.bytes && !impl->recv_bytes(a.raw(), h.bytes, from, tags::edge(impl->run, id, EdgePart::payload),
                                                std::make_shared<Array>(a)))
                 return;
               t.value = std::move(a);
@@ -680,7 +674,7 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
           } else {
             auto kept = std::make_shared<std::vector<char>>(h.bytes);
             std::vector<char>& bytes = *kept;
-            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, edge_tag_in(impl->run, id, 1), kept)) return;
+            if (h.bytes && !impl->recv_bytes(bytes.data(), h.bytes, from, tags::edge(impl->run, id, EdgePart::payload), kept)) return;
             switch (h.kind) {
               case 0: break;  // no value: a migration marker
               case 2: { std::int64_t v; std::memcpy(&v, bytes.data(), 8); t.value = v; break; }
@@ -723,7 +717,7 @@ class RemoteLinks::Message {
 
 std::shared_ptr<RemoteLinks::Message> RemoteLinks::send(const void* data, std::size_t bytes, int peer, int channel) {
   auto m = std::make_shared<Message>();
-  impl_->send_bytes(m->ops, const_cast<void*>(data), bytes, peer, message_tag(impl_->run, channel), {});
+  impl_->send_bytes(m->ops, const_cast<void*>(data), bytes, peer, tags::channel(impl_->run, channel), {});
   return m;
 }
 
@@ -733,7 +727,7 @@ std::shared_ptr<RemoteLinks::Message> RemoteLinks::receive(void* data, std::size
   std::size_t off = 0;
   do {
     std::size_t n = std::min(kChunk, bytes - off);
-    m->ops.push_back(impl_->submit(false, p + off, n, peer, message_tag(impl_->run, channel)));
+    m->ops.push_back(impl_->submit(false, p + off, n, peer, tags::channel(impl_->run, channel)));
     off += n;
   } while (off < bytes);
   return m;
@@ -761,7 +755,7 @@ void RemoteLinks::abort(const std::string& reason) {
     if (text->size() > sizeof impl.control_buffer - 2) text->resize(sizeof impl.control_buffer - 2);
     for (int r = 0; r < impl.size; ++r) {
       if (r == impl.rank) continue;
-      auto op = impl.submit(true, text->data(), text->size() + 1, r, control_tag(impl.run), text);
+      auto op = impl.submit(true, text->data(), text->size() + 1, r, tags::control(impl.run), text);
       op->control = true;
     }
   }
@@ -787,10 +781,10 @@ void RemoteLinks::enable_messages(std::function<void(int box, std::vector<std::b
         while (true) {
           // Buffers owned by the operations: a cancelled thread leaves while a receive is posted.
           auto h = std::make_shared<MessageHeader>();
-          auto op = impl->submit(false, h.get(), sizeof *h, peer, message_tag(impl->run), h);
+          auto op = impl->submit(false, h.get(), sizeof *h, peer, tags::message(impl->run), h);
           if (!impl->wait(op) || h->box < 0) return;
           auto bytes = std::make_shared<std::vector<std::byte>>(h->bytes);
-          if (h->bytes && !impl->recv_bytes(bytes->data(), h->bytes, peer, message_tag(impl->run), bytes)) return;
+          if (h->bytes && !impl->recv_bytes(bytes->data(), h->bytes, peer, tags::message(impl->run), bytes)) return;
           deliver(static_cast<int>(h->box), std::move(*bytes));
         }
       } catch (...) {
@@ -806,10 +800,10 @@ void RemoteLinks::post(int to, int box, std::vector<std::byte> bytes) {
   auto payload = std::make_shared<std::vector<std::byte>>(std::move(bytes));
   std::lock_guard lock(impl.post_mutex);
   if (impl.messages_closed) return;  // the run has ended here: nothing can receive it
-  impl.submit(true, header.get(), sizeof *header, to, message_tag(impl.run), header);
+  impl.submit(true, header.get(), sizeof *header, to, tags::message(impl.run), header);
   if (!payload->empty()) {
     std::vector<std::shared_ptr<Op>> ops;
-    impl.send_bytes(ops, payload->data(), payload->size(), to, message_tag(impl.run), payload);
+    impl.send_bytes(ops, payload->data(), payload->size(), to, tags::message(impl.run), payload);
   }
 }
 
@@ -862,26 +856,26 @@ std::string RemoteLinks::gather_trace(const std::string& local_events, const Tra
     if (impl.rank == 0) {
       // Ping-pong to estimate rank r's clock relative to ours.
       double t0 = recorder.now_us(), tr = 0;
-      MPI_Send(&t0, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm);
-      MPI_Recv(&tr, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
+      MPI_Send(&t0, 1, MPI_DOUBLE, r, tags::trace(impl.run), impl.comm);
+      MPI_Recv(&tr, 1, MPI_DOUBLE, r, tags::trace(impl.run), impl.comm, MPI_STATUS_IGNORE);
       double t2 = recorder.now_us();
       double offset = (t0 + t2) / 2 - tr;
-      MPI_Send(&offset, 1, MPI_DOUBLE, r, trace_tag(impl.run), impl.comm);
+      MPI_Send(&offset, 1, MPI_DOUBLE, r, tags::trace(impl.run), impl.comm);
       int len = 0;
-      MPI_Recv(&len, 1, MPI_INT, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(&len, 1, MPI_INT, r, tags::trace(impl.run), impl.comm, MPI_STATUS_IGNORE);
       std::string text(len, '\0');
-      MPI_Recv(text.data(), len, MPI_CHAR, r, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(text.data(), len, MPI_CHAR, r, tags::trace(impl.run), impl.comm, MPI_STATUS_IGNORE);
       if (!text.empty()) all += (all.empty() ? "" : ",\n") + text;
     } else if (impl.rank == r) {
       double t0 = 0, offset = 0;
-      MPI_Recv(&t0, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
+      MPI_Recv(&t0, 1, MPI_DOUBLE, 0, tags::trace(impl.run), impl.comm, MPI_STATUS_IGNORE);
       double now = recorder.now_us();
-      MPI_Send(&now, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm);
-      MPI_Recv(&offset, 1, MPI_DOUBLE, 0, trace_tag(impl.run), impl.comm, MPI_STATUS_IGNORE);
+      MPI_Send(&now, 1, MPI_DOUBLE, 0, tags::trace(impl.run), impl.comm);
+      MPI_Recv(&offset, 1, MPI_DOUBLE, 0, tags::trace(impl.run), impl.comm, MPI_STATUS_IGNORE);
       std::string text = recorder.events_json(impl.rank, offset);
       int len = static_cast<int>(text.size());
-      MPI_Send(&len, 1, MPI_INT, 0, trace_tag(impl.run), impl.comm);
-      MPI_Send(text.data(), len, MPI_CHAR, 0, trace_tag(impl.run), impl.comm);
+      MPI_Send(&len, 1, MPI_INT, 0, tags::trace(impl.run), impl.comm);
+      MPI_Send(text.data(), len, MPI_CHAR, 0, tags::trace(impl.run), impl.comm);
     }
   }
   return all;

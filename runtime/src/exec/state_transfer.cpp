@@ -10,6 +10,7 @@
 #include "data/copy.hpp"
 #include "exec/device.hpp"
 #include "transport/peer.hpp"
+#include "transport/tags.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 
@@ -24,7 +25,6 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x57535431;  // "WST1"
 constexpr std::size_t kChunk = std::size_t(16) << 20;  // staging chunk of device arrays
-constexpr int kFirstStateChannel = 50000;              // halo channels are numbered from 0
 
 struct WireHeader {
   std::uint32_t magic = kMagic;
@@ -48,7 +48,7 @@ struct Staging {
 
 }  // namespace
 
-int state_channel(int group) { return kFirstStateChannel + group; }
+int state_channel(int group) { return tags::kFirstStateChannel + group; }
 
 #ifdef WEFT_HAVE_CUDA
 StateExport::StateExport(const std::vector<Array>& arrays) : entries_(arrays.size()) {

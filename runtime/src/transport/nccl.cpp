@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "transport/tags.hpp"
 #include "weft/util/error.hpp"
 
 #ifdef WEFT_HAVE_NCCL
@@ -44,8 +45,7 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t r) {
   return r;
 }
 
-// "NCCL initialisation failed here": a tag no run uses (runs' tags are (run % 2048) << 18 | low).
-constexpr int kFailureTag = (2048 << 18) | 5;
+constexpr int kFailureTag = tags::kNcclFailure;
 
 // Collective: true if every rank succeeded; otherwise `why` is the first failing rank's message.
 bool all_succeeded(MPI_Comm comm, int rank, const std::string& mine, std::string& why) {

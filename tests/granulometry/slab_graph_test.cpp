@@ -28,6 +28,7 @@
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/synthetic.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
+#include "weft/util/settings.hpp"
 
 using namespace weft;
 using morphology::Element;
@@ -269,8 +270,10 @@ TEST(HostTurns, RanksAgreeOnWhetherToTakeTurns) {
   const auto places = morphology::slab_places(env->cluster(), DeviceChoice::cpu);
   EXPECT_EQ(morphology::ranks_read_in_turns(places, env->cluster()), env->size() > 1 && ranks_on_one_host());
   if (env->rank() == 0) setenv("WEFT_HOST_TURNS", "0", 1);
+  reload_settings();
   EXPECT_FALSE(morphology::ranks_read_in_turns(places, env->cluster()));
   if (env->rank() == 0) unsetenv("WEFT_HOST_TURNS");
+  reload_settings();
   EXPECT_FALSE(morphology::ranks_read_in_turns({Place::host(0), Place::host(0)}, env->cluster()));
   EXPECT_FALSE(env->every_rank(env->rank() != 0));  // rank 0 says no
   EXPECT_TRUE(env->every_rank(true));
@@ -337,8 +340,10 @@ TEST(SlabGraph, TheRanksOfAHostReadTheirSlabsInTurns) {
   for (const auto& [own, last, handed] :
        {std::tuple<std::int64_t, int, bool>{0, 1, true}, {0, 1, false}, {9, 1, true}, {4, 3, true}, {4, 3, false}}) {
     if (handed || env->rank() + 1 < env->size()) setenv("WEFT_HALO_HANDOVER", "1", 1);  // not: one rank says no
+    reload_settings();
     const auto these = morphology::slab_read_turns(places, env->cluster(), morphology::halo_handover_requested());
     unsetenv("WEFT_HALO_HANDOVER");
+    reload_settings();
     EXPECT_EQ(these->handover, handed);
     const auto plan = morphology::plan_slabs(kShape[0], kShape[1], kShape[2], morphology::halo_for(last),
                                              static_cast<int>(places.size()), own, 0, 0);

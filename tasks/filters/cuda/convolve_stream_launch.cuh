@@ -12,6 +12,7 @@
 
 #include "convolve_stream.cuh"
 #include "filters_gpu.cuh"
+#include "weft/util/settings.hpp"
 
 namespace weft::filters {
 namespace device {
@@ -160,11 +161,7 @@ void full_radius(int rows, const T* src, T* dst, device::Extent e, const float* 
 /// Whether even strips alternate their direction (WEFT_ROLL_ALTERNATE=0 streams them all
 /// downwards, to compare).
 inline bool alternate_strips() {
-  static const bool on = [] {
-    const char* v = std::getenv("WEFT_ROLL_ALTERNATE");
-    return !(v && std::string_view(v) == "0");
-  }();
-  return on;
+  return settings().roll_alternate;
 }
 
 /// The rolling strips of a launch: `rows` rows each (strips = 0), or `strips` strips per plane

@@ -18,6 +18,7 @@
 #include "kernels.cuh"
 #include "weft/cuda.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::flow::gpu {
 using device::ld;
@@ -132,9 +133,8 @@ __global__ void __launch_bounds__(kThreads)
 
 FusedLayout fused_layout() {
   static const FusedLayout layout = [] {
-    const char* v = std::getenv("WEFT_FLOW_FUSED_LAYOUT");
-    if (!v || !*v) return kFusedLayoutSm90;
-    const std::string name(v);
+    const std::string& name = settings().flow_fused_layout;
+    if (name.empty()) return kFusedLayoutSm90;
     if (name == "shared") return FusedLayout::shared;
     if (name == "columns2x32") return FusedLayout::columns2x32;
     if (name == "columns4x16") return FusedLayout::columns4x16;

@@ -18,13 +18,13 @@
 #include "weft/cuda.hpp"
 #endif
 
-#include "env_count.hpp"
 #include "size_phases.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::morphology {
 namespace {
@@ -125,8 +125,7 @@ bool ranks_read_in_turns(const std::vector<Place>& places, const Cluster& cluste
   if (!ranks_share_a_host(places, cluster)) return false;
   // WEFT_HOST_TURNS=0 on any rank (mpirun passes a variable to other hosts only with -x) turns
   // the turns off on all of them: they are made collectively.
-  const char* off = std::getenv("WEFT_HOST_TURNS");
-  const bool mine = !(off && std::string(off) == "0");
+  const bool mine = settings().host_turns;
   const Environment* env = Environment::current();
   return env ? env->every_rank(mine) : mine;
 }
@@ -144,8 +143,7 @@ bool places_read_in_turns(const std::vector<Place>& places, const Cluster& clust
 
 bool halo_handover_requested() {
   // WEFT_HALO_HANDOVER=1 on every rank (mpirun -x): the ranks agree, HostHalos is made collectively.
-  const char* on = std::getenv("WEFT_HALO_HANDOVER");
-  const bool mine = on && std::string(on) == "1";
+  const bool mine = settings().halo_handover;
   const Environment* env = Environment::current();
   return env ? env->every_rank(mine) : mine;
 }
@@ -400,7 +398,7 @@ SlabSource::SlabSource(std::string name, SlabPlan plan, int worker, MaskReader r
     : Task(std::move(name)), plan_(plan), worker_(worker), reader_(std::move(reader)),
       chunk_planes_(std::max<std::int64_t>(0, chunk_planes)), share_(std::move(share)), turns_(std::move(turns)),
       halos_(std::move(halos)),
-      read_ahead_(detail::count_from_env("WEFT_SLAB_READ_AHEAD", 1, 16, "chunks").value_or(kSlabReadAhead)) {
+      read_ahead_(settings().slab_read_ahead.value_or(kSlabReadAhead)) {
   if (turns_ && (static_cast<std::size_t>(plan_.workers) > turns_->host_position.size() ||
                  turns_->host_position.size() != turns_->host_workers.size() || !turns_->turns))
     throw ConfigError(this->name() + ": host turns for " + std::to_string(turns_->host_position.size()) +

@@ -22,11 +22,11 @@
 #include <vector>
 
 
-#include "env_count.hpp"
 #include "foreground_rule.hpp"
 #include "parallel.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
+#include "weft/util/settings.hpp"
 
 namespace weft::morphology {
 namespace {
@@ -121,7 +121,7 @@ class ReadPool {
   /// with 48, 0.033 / 0.042 / 0.055 / 0.063 s, and the 4-GPU wall 0.683 -> 0.671 s (octahedron
   /// 0.551 -> 0.509 s); 24 gave the same walls (granulometry_slabs_bench, printed, not kept).
   static int threads() {
-    if (const auto n = detail::count_from_env("WEFT_READ_THREADS", 1, 4096, "threads")) return *n;
+    if (const auto n = settings().read_threads) return *n;
     int cpus = worker_count_hint();
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -147,8 +147,7 @@ class ReadPool {
   /// (granulometry_slabs_bench). None otherwise, or with WEFT_KEEP_BINDING=1.
   static std::optional<cpu_set_t> host_cpus() {
     if (!host_turns.load()) return std::nullopt;
-    if (const char* keep = std::getenv("WEFT_KEEP_BINDING"); keep && *keep && std::string(keep) != "0")
-      return std::nullopt;
+    if (settings().keep_binding) return std::nullopt;
     static const std::optional<cpu_set_t> cpus = [] {
       cpu_set_t out;
       CPU_ZERO(&out);

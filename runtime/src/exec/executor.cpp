@@ -38,6 +38,7 @@
 #include "transport/tags.hpp"
 #include "exec/transports.hpp"
 #include "transport/nccl.hpp"
+#include "trace/nvtx.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/control.hpp"
 #include "weft/exec/environment.hpp"
@@ -183,6 +184,7 @@ void drive(State& run, Node& node) {
       auto c0 = std::chrono::steady_clock::now();
       {
       const detail::Firing firing;  // counted by the liveness watch (exec/liveness.hpp)
+      const detail::NvtxRange range(task.name().c_str());
       if (gpu) {
         if (timer) timer->start(ctx.stream());
         detail::GpuInterval interval;

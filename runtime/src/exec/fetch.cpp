@@ -5,6 +5,7 @@
 #include "data/copy.hpp"
 #include "data/buffer.hpp"
 #include "exec/firing.hpp"
+#include "trace/nvtx.hpp"
 
 namespace weft::detail {
 
@@ -19,6 +20,7 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
   std::shared_ptr<Event> done;
   GpuInterval interval;
   GpuInterval* timing = run.trace.enabled() ? &interval : nullptr;
+  const NvtxRange range(!p.is_gpu() ? "fetch to host" : m.is_host() ? "fetch to GPU" : "fetch from another GPU");
   if (!p.is_gpu()) {
     if (m.is_host()) {
       if (ready) ready->synchronize();  // a copy the producer queued, or its work on a pinned array
@@ -59,6 +61,7 @@ Array fetch_array(State& run, Node& node, void* stream, Array a, const std::shar
 // behind the firing, so that the copy of token k+1 is under way while the consumer works on token k.
 Token copy_for_host(State& run, Node& node, const Array& a, const std::shared_ptr<Event>& ready, std::uint64_t token,
                     PendingCopies& pending) {
+  const NvtxRange range("copy to host for a CPU task");
   double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
   GpuInterval interval;
   std::shared_ptr<Event> done;

@@ -22,6 +22,7 @@
 #include "data/copy.hpp"
 #include "exec/device.hpp"
 #include "exec/remote.hpp"
+#include "trace/nvtx.hpp"
 #include "trace/trace.hpp"
 #include "weft/util/error.hpp"
 
@@ -238,6 +239,7 @@ struct Halo::Impl {
       ++exchange;
       return;
     }
+    const detail::NvtxRange range("halo exchange: rows in");
     const std::size_t n = static_cast<std::size_t>(rows_out) * detail::row_bytes(a);
     const bool gpu = place.is_gpu();
     const double t0 = trace->enabled() ? trace->now_us() : 0;

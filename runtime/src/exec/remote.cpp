@@ -19,6 +19,7 @@
 #include "exec/mpi_check.hpp"
 #include "transport/nccl.hpp"
 #include "transport/peer.hpp"
+#include "trace/nvtx.hpp"
 #include "transport/tags.hpp"
 #include "weft/exec/environment.hpp"
 #include "weft/util/error.hpp"
@@ -421,9 +422,11 @@ void RemoteLinks::add_sender(int id, Channel* source, int to, const EdgeTranspor
       std::deque<Traced> traced;  // of in_flight
       std::deque<std::pair<std::shared_ptr<Event>, Array>> nccl_in_flight;
       const bool serial = !impl->options.overlap;
+      const std::string range_name = "send to rank " + std::to_string(to);
       while (true) {
         Token t;
         if (!source->pop(t)) return;
+        const NvtxRange range(range_name.c_str());
         auto wait_for_credit = [&] {  // until the receiver grants room; false if cancelled
           const double w0 = impl->trace && credits == 0 && !t.end ? impl->trace->now_us() : -1;
           while (credits == 0 && !t.end) {
@@ -621,12 +624,14 @@ void RemoteLinks::add_receiver(int id, Channel* sink, int from, const EdgeTransp
         impl->submit(true, c.get(), sizeof(std::int32_t), from, tags::edge(impl->run, id, EdgePart::credit), c);
       };
       grant(capacity);
+      const std::string range_name = "receive from rank " + std::to_string(from);
       while (true) {
         auto header = std::make_shared<Header>();  // outlives this thread if the run is cancelled
         Header& h = *header;
         const double posted = impl->trace ? impl->trace->now_us() : 0;
         auto op = impl->submit(false, &h, sizeof h, from, tags::edge(impl->run, id, EdgePart::header), header);
         if (!impl->wait(op)) return;
+        const NvtxRange range(range_name.c_str());
         const double t0 = impl->trace ? impl->trace->now_us() : 0;  // the header arrived
         if (impl->trace) impl->trace->add({"wait for header", "recv", lane, h.index, posted, t0 - posted});
         Token t;

@@ -59,7 +59,8 @@ int flow_main(int argc, char** argv) {
       ("iterations", po::value<int>(), "most iterations per warp (default tvl1 300, hs/clg 200)")
       ("epsilon", po::value<double>(), "stop a warp when the mean squared flow update < epsilon^2 (default tvl1 0.01, hs/clg 0.001); 0: never")
       ("presmooth", po::value<double>(), "Gaussian sigma on both frames before the pyramid (default 0)")
-      ("texture", po::value<double>(), "structure-texture: the flow is computed on f - texture*ROF(f) of each frame, in [0,1] (Wedel et al. 2009; default tvl1 0.95, hs/clg 0: off)")
+      ("texture", po::value<double>(), "structure-texture: the flow is computed on f - texture*ROF(f) of each frame, in [0,1] (Wedel et al. 2009; default tvl1 0.95, hs/clg 0: off), for pairs whose brightness changes (--texture-threshold)")
+      ("texture-threshold", po::value<double>(), "use the texture parts only when |ln(s1/s0)| + |m1-m0|/s > this, from the frames' mean m and standard deviation s (default 0.18; 0: every pair)")
       ("median", po::value<int>(), "median filter window of the flow, 0/1 off, 3 or 5 (default 5)")
       ("median-interval", po::value<int>(), "median filter at each warp's start and every N iterations (default 30)")
       ("tau", po::value<double>(), "tvl1: dual time step, <= 0.25 (default 0.25)")
@@ -88,6 +89,7 @@ int flow_main(int argc, char** argv) {
   set_if(vm, "epsilon", p.epsilon);
   set_if(vm, "presmooth", p.presmooth);
   set_if(vm, "texture", p.texture);
+  set_if(vm, "texture-threshold", p.texture_threshold);
   set_if(vm, "median", p.median);
   set_if(vm, "median-interval", p.median_interval);
   set_if(vm, "tau", p.tau);

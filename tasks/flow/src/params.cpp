@@ -58,6 +58,7 @@ void validate(const FlowParams& p) {
   require(p.epsilon >= 0 && std::isfinite(p.epsilon), "epsilon", p.epsilon, ">= 0");
   require(p.presmooth >= 0 && p.presmooth <= 5, "presmooth", p.presmooth, "in [0, 5]");
   require(p.texture >= 0 && p.texture <= 1, "texture", p.texture, "in [0, 1]");
+  require(p.texture_threshold >= 0 && std::isfinite(p.texture_threshold), "texture-threshold", p.texture_threshold, ">= 0");
   require(p.median == 0 || p.median == 1 || p.median == 3 || p.median == 5, "median", p.median, "0, 1, 3 or 5");
   require(p.median_interval >= 1, "median-interval", p.median_interval, ">= 1");
   require(p.tau > 0 && p.tau <= 0.25, "tau", p.tau, "in (0, 0.25] (stability)");

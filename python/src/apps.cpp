@@ -90,6 +90,7 @@ flow::FlowParams flow_params(const std::string& method, const std::string& preci
     else if (k == "epsilon") p.epsilon = value.cast<double>();
     else if (k == "presmooth") p.presmooth = value.cast<double>();
     else if (k == "texture") p.texture = value.cast<double>();
+    else if (k == "texture_threshold") p.texture_threshold = value.cast<double>();
     else if (k == "median") p.median = value.cast<int>();
     else if (k == "median_interval") p.median_interval = value.cast<int>();
     else if (k == "tau") p.tau = value.cast<double>();
@@ -164,6 +165,17 @@ void bind_flow(py::module_& m) {
     py::list flows;
     for (const Array& a : *out) flows.append(to_numpy(a));
     return flows;
+  });
+  m.def("_flow_defaults", [](const std::string& method) {
+    const flow::FlowParams p = flow::default_params(flow::parse_method(method, "method"));
+    py::dict d;
+    d["scales"] = p.scales, d["zoom"] = p.zoom, d["antialias"] = p.antialias, d["warps"] = p.warps;
+    d["iterations"] = p.iterations, d["epsilon"] = p.epsilon, d["presmooth"] = p.presmooth;
+    d["texture"] = p.texture, d["texture_threshold"] = p.texture_threshold, d["median"] = p.median, d["median_interval"] = p.median_interval;
+    if (p.method == flow::Method::tvl1) d["tau"] = p.tau, d["lambda"] = p.lambda, d["theta"] = p.theta;
+    else d["alpha"] = p.alpha;
+    if (p.method == flow::Method::clg) d["rho"] = p.rho;
+    return d;
   });
   m.def("_farm_width", [](const std::string& devices, int per_gpu) {
     return automatic_farm_width(environment().cluster(), parse_device_choice(devices), per_gpu);

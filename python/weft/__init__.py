@@ -20,7 +20,7 @@ from ._weft import ConfigError, InternalError, IoError, RemoteError, WeftError
 __all__ = [
     "WeftError", "ConfigError", "IoError", "RemoteError", "InternalError",
     "devices", "rank", "size", "version", "read_image", "read_dataset",
-    "granulometry", "GranulometryResult", "flow", "flow_sequence", "saliency",
+    "granulometry", "GranulometryResult", "flow", "flow_sequence", "flow_defaults", "saliency",
     "median", "convolve", "correlate", "gaussian", "Graph", "run",
 ]
 
@@ -208,13 +208,18 @@ def flow(frame0, frame1, method="tvl1", precision="fp32", devices="auto", **opti
         method: "tvl1" (dual TV-L1), "hs" (Horn-Schunck) or "clg" (combined local-global).
         precision: "fp32" or "fp16" (GPU storage; the CPU path computes in float).
         options: the command line's method options, e.g. scales=5, warps=5, iterations=300,
-            epsilon=0.01, zoom=0.5, texture=0.95, median=5, tau, lambda_, theta, alpha, rho.
+            epsilon=0.01, zoom=0.5, texture=0.95, texture_threshold=0.18, median=5, tau, lambda_, theta, alpha, rho.
     """
     a, b = _frames(frame0, "frame0"), _frames(frame1, "frame1")
     if a.ndim != 2 or a.shape != b.shape or a.dtype != b.dtype:
         raise ConfigError("flow: frames must be 2D arrays of one shape and dtype, got %s %s and %s %s"
                           % (a.dtype, a.shape, b.dtype, b.shape))
     return flow_sequence(_np.stack([a, b]), method=method, precision=precision, devices=devices, **options)[0]
+
+
+def flow_defaults(method="tvl1"):
+    """The options `flow` uses for `method` when they are not given (a dict; the command line's too)."""
+    return dict(_weft._flow_defaults(str(method)))
 
 
 def flow_sequence(frames, method="tvl1", precision="fp32", devices="auto", replicas=None, **options):

@@ -84,6 +84,12 @@ TEST(FlowSplit, DefaultParametersGiveTheWholeFlowBitForBit) {
   expect_split_equals_whole(53, 41, default_params(Method::tvl1), {2, 3});
 }
 
+TEST(FlowSplit, TexturePartGivesTheWholeFlowBitForBit) {
+  FlowParams p = default_params(Method::tvl1);
+  p.texture_threshold = 0;  // the split on for every pair, as it is for pairs whose brightness changes
+  expect_split_equals_whole(53, 41, p, {2, 3});
+}
+
 TEST(FlowSplit, WithoutStoppingTestOrMedianGivesTheWholeFlowBitForBit) {
   FlowParams p = quick();
   p.epsilon = 0;

@@ -140,10 +140,11 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& p
   return compute_cuda(frame0, frame1, params, stream, nullptr);
 }
 
-Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
+Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& requested, void* stream,
                    StageTimes* times) {
   check_frames(frame0, frame1);
-  validate(params);
+  validate(requested);
+  const FlowParams params = params_for_pair(frame0, frame1, requested);
   auto s = static_cast<cudaStream_t>(stream);
   StageClock clock(times, s);
   clock.enter(&StageTimes::input);

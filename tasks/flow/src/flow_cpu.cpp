@@ -30,7 +30,7 @@ template <class T> Array run(const Array& f0, const Array& f1, const FlowParams&
   check_frames(f0, f1);
   validate(params);
   auto [i0, i1] = detail::normalised_planes<T>(f0, f1);
-  const detail::Flow<T> f = detail::solve(std::move(i0), std::move(i1), params, parallel);
+  const detail::Flow<T> f = detail::solve(std::move(i0), std::move(i1), params_for_pair(f0, f1, params), parallel);
   Array out = Array::host(DType::f32, Shape(f.u.h, f.u.w, 2));
   float* o = out.data<float>();
   for (std::int64_t i = 0; i < f.u.size(); ++i) {

@@ -41,7 +41,7 @@ void FlowStrip::run_slab(Context& ctx, Halo& halo) {
   check_frames(a, b);
   auto [i0, i1] = detail::normalised_planes<float>(a, b);
   HaloStripLinks links(halo);
-  const detail::Flow<float> f = detail::solve_strip(std::move(i0), std::move(i1), params_, halo.slab(), links, true);
+  const detail::Flow<float> f = detail::solve_strip(std::move(i0), std::move(i1), params_for_pair(a, b, params_), halo.slab(), links, true);
   Array flow = ctx.alloc(DType::f32, Shape(f.u.h, f.u.w, 2));
   float* o = flow.data<float>();
   for (std::int64_t i = 0; i < f.u.size(); ++i) o[2 * i] = f.u.v[i], o[2 * i + 1] = f.v.v[i];
@@ -54,7 +54,7 @@ void FlowStrip::run_slab_cuda(Context& ctx, Halo& halo) {
   (void)ctx.take(in);
   const Array a = ctx.take(frame0), b = ctx.take(frame1);
   check_frames(a, b);
-  ctx.put(out, detail::solve_strip_cuda(a, b, params_, halo, ctx));
+  ctx.put(out, detail::solve_strip_cuda(a, b, params_for_pair(a, b, params_), halo, ctx));
 }
 
 double FlowStrip::cost_hint() const { return 10.0 * params_.warps * params_.scales; }

@@ -41,6 +41,15 @@ struct StageTimes {
 [[nodiscard]] Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& params, void* stream,
                                  StageTimes* times);
 
+/// Brightness change between two frames: |ln(s1 / s0)| + |m1 - m0| / s, from the mean m and
+/// standard deviation s of each frame's intensities (s: the root mean square of s0 and s1);
+/// 0 for two constant frames, infinite when only one is constant.
+[[nodiscard]] double brightness_change(const Array& frame0, const Array& frame1);
+
+/// `params` for this pair: texture set to 0 when params.texture_threshold > 0 and the pair's
+/// brightness_change is at most that threshold. Every entry point (CPU, CUDA, split) applies it.
+[[nodiscard]] FlowParams params_for_pair(const Array& frame0, const Array& frame1, const FlowParams& params);
+
 /// Checks two frames for compute(): 2D, same shape, at least 2x2, supported dtype.
 void check_frames(const Array& frame0, const Array& frame1);
 

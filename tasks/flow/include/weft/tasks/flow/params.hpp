@@ -20,7 +20,8 @@ struct FlowParams {
   int iterations = 300;      ///< most inner iterations per warp
   double epsilon = 0.01;     ///< stop a warp when the mean squared update < epsilon^2
   double presmooth = 0.0;    ///< Gaussian sigma applied to both frames before the pyramid
-  double texture = 0.95;     ///< frames replaced by their texture part f - texture * ROF(f) (Wedel et al. 2009); 0: off (hs, clg)
+  double texture = 0.95;     ///< frames replaced by their texture part f - texture * ROF(f) (Wedel et al. 2009); 0: off (hs, clg) ...
+  double texture_threshold = 0.18;  ///< ... only for pairs whose brightness_change (flow.hpp) exceeds this; 0: every pair
   int median = 5;            ///< median filter window (0/1: off) applied to the flow ...
   int median_interval = 30;  ///< ... at the start of each warp and every this many iterations
   double tau = 0.25;         ///< tvl1: dual time step
@@ -31,7 +32,8 @@ struct FlowParams {
 };
 
 /// FlowParams with the defaults of `method` (tvl1 as IPOL/OpenCV plus the structure-texture
-/// pre-processing; hs and clg tuned here, without it).
+/// split for pairs whose brightness changes; hs and clg without it). The one place defaults live:
+/// the command line, Python and the GPU path all start from it.
 [[nodiscard]] FlowParams default_params(Method method);
 /// "hs" | "tvl1" | "clg"; throws ConfigError naming `what` otherwise.
 [[nodiscard]] Method parse_method(std::string_view text, std::string_view what = "--method");

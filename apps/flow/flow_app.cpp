@@ -30,8 +30,10 @@ const char* const kUsage =
     "chosen on bench/flow's evaluation set, --antialias 0.6, --presmooth 0.5 and the frames' texture\n"
     "parts (--texture 0.95, Wedel et al. 2009) only when their brightness changes, --texture-threshold).\n"
     "Weak spots (mean EPE in px, report half of the evaluation set, docs/flow.md): hs and clg have\n"
-    "no texture split and lose under brightness changes (gain: hs 1.99, clg 1.90, tvl1 0.10) and\n"
-    "blur discontinuities (rigid objects: hs 0.18, clg 0.19, tvl1 0.10).";
+    "no texture split and lose under brightness changes (gain: hs 1.99, clg 1.90, tvl1 0.11), blur\n"
+    "motion edges (rigid objects: hs 0.18, clg 0.19, tvl1 0.10) and lag on large motion (clg 1.33,\n"
+    "tvl1 0.60). tvl1 loses to OpenCV DualTVL1 on rigid objects (0.10 vs 0.085) and small textures (0.83\n"
+    "vs 0.30, one pair of five).";
 
 void set_if(const po::variables_map& vm, const char* key, auto& field) {
   if (vm.count(key)) field = vm[key].as<std::remove_reference_t<decltype(field)>>();

@@ -201,6 +201,7 @@ def main(argv=None):
                                                  "flow_eval.json"))
     ap.add_argument("--no-write", action="store_true", help="print the tables only")
     args = ap.parse_args(argv)
+    commit = git_commit()  # the code measured, before anything can change under a long run
     methods = [m for m in args.methods.split(",") if m]
     for m in methods:
         if m not in METHODS:
@@ -232,7 +233,7 @@ def main(argv=None):
     if args.no_write:
         return 0
     import weft
-    doc = {"benchmark": "flow_eval", "device": cpu_device(), "commit": git_commit(),
+    doc = {"benchmark": "flow_eval", "device": cpu_device(), "commit": commit,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": " ".join(["python3", os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)] + sys.argv[1:]),
            "metrics": {"set": {"half": args.half, "classes": classes, "pairs_per_class": args.pairs,

@@ -208,7 +208,8 @@ def flow(frame0, frame1, method="tvl1", precision="fp32", devices="auto", **opti
         method: "tvl1" (dual TV-L1), "hs" (Horn-Schunck) or "clg" (combined local-global).
         precision: "fp32" or "fp16" (GPU storage; the CPU path computes in float).
         options: the command line's method options, e.g. scales=5, warps=5, iterations=300,
-            epsilon=0.01, zoom=0.5, texture=0.95, texture_threshold=0.18, median=5, tau, lambda_, theta, alpha, rho.
+            epsilon=0.01, zoom=0.5, antialias, presmooth, texture, texture_threshold, median=5, tau,
+            lambda_, theta, alpha, rho; flow_defaults(method) gives the defaults.
     """
     a, b = _frames(frame0, "frame0"), _frames(frame1, "frame1")
     if a.ndim != 2 or a.shape != b.shape or a.dtype != b.dtype:

@@ -55,3 +55,13 @@ def test_options_are_checked():
         weft.flow(a, b, method="magic", devices="cpu")
     with pytest.raises(weft.ConfigError, match="shape"):
         weft.flow(a, b[:-1], devices="cpu")
+
+
+def test_flow_defaults_are_the_ones_flow_uses():
+    a, b = frames(shift=1.0)
+    d = weft.flow_defaults("tvl1")
+    assert d["texture_threshold"] > 0 and "alpha" not in d and weft.flow_defaults("clg")["texture"] == 0
+    # Given explicitly, the defaults change nothing; another value does.
+    base = weft.flow(a, b, method="tvl1", devices="cpu")
+    assert np.array_equal(base, weft.flow(a, b, method="tvl1", devices="cpu", **d))
+    assert not np.array_equal(base, weft.flow(a, b, method="tvl1", devices="cpu", **dict(d, presmooth=0.0)))

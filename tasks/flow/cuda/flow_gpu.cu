@@ -144,7 +144,8 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& r
                    StageTimes* times) {
   check_frames(frame0, frame1);
   validate(requested);
-  const FlowParams params = params_for_pair(frame0, frame1, requested);
+  // The texture rule (params_for_pair) is applied in convert_frames, on the GPU.
+  const FlowParams& params = requested;
   auto s = static_cast<cudaStream_t>(stream);
   StageClock clock(times, s);
   clock.enter(&StageTimes::input);
@@ -166,6 +167,42 @@ Array compute_cuda(const Array& frame0, const Array& frame1, const FlowParams& r
 }
 
 namespace gpu {
+
+namespace {
+
+// Sums and sums of squares of two float arrays (out: 4 doubles, zeroed before).
+__global__ void moments_kernel(const float* a, const float* b, long n, double* out) {
+  double s[4] = {0, 0, 0, 0};
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x) {
+    const double x = a[i], y = b[i];
+    s[0] += x, s[1] += x * x, s[2] += y, s[3] += y * y;
+  }
+  for (int k = 0; k < 4; ++k) {
+    double v = s[k];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0) atomicAdd(&out[k], v);
+  }
+}
+
+// params_for_pair's rule on the converted frames: the texture part only when the brightness
+// changes between them (the measure ignores the joint scaling to [0, 1]). Measured here, so that
+// frames on the GPU are not copied back: the flow waits for 32 bytes.
+bool texture_for_pair(const float* f0, const float* f1, long n, const FlowParams& params, cudaStream_t s) {
+  if (params.texture <= 0) return false;
+  if (params.texture_threshold <= 0) return true;
+  DeviceBuffer<double> sums(4, s);
+  sums.zero(4);
+  moments_kernel<<<264, 256, 0, s>>>(f0, f1, n, sums.get());
+  WEFT_CUDA_CHECK(cudaGetLastError());
+  double h[4];
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(h, sums.get(), sizeof h, cudaMemcpyDeviceToHost, s));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  const double count = static_cast<double>(n), m0 = h[0] / count, m1 = h[2] / count;
+  const double v0 = std::max(0.0, h[1] / count - m0 * m0), v1 = std::max(0.0, h[3] / count - m1 * m1);
+  return brightness_change(m0, v0, m1, v1) > params.texture_threshold;
+}
+
+}  // namespace
 
 // Input conversion (to float in [0, 1], normalised jointly for floating-point frames) and the
 // texture part. Integer frames without texture part or pre-smoothing are stored at the finest
@@ -190,7 +227,7 @@ DeviceFrames<S> convert_frames(const Array& frame0, const Array& frame1, const F
     gpu::launch_to_float<S>(a->dtype(), src, f, also, n, a == &frame0 ? scale0 : scale1, s);
   }
   if (scale0 == 0) gpu::launch_normalise(frames.f0.get(), frames.f1.get(), n, s);
-  if (params.texture > 0) {
+  if (texture_for_pair(frames.f0.get(), frames.f1.get(), n, params, s)) {
     DeviceBuffer<float> scratch(6 * static_cast<std::size_t>(n), s);
     gpu::launch_structure_texture(frames.f0.get(), frames.f1.get(), scratch.get(), w, h, static_cast<float>(params.texture), s);
   }

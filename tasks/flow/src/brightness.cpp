@@ -28,7 +28,7 @@ template <class T> Moments moments(const T* v, std::int64_t n) {
 }
 
 Moments moments(const Array& frame) {
-  // Device frames are read back once (a copy of two frames over the bus).
+  // Device frames are read back once (the CUDA paths measure on the GPU instead, flow_gpu.cu).
   const Array h = frame.memory().is_host() ? frame : frame.to_host();
   switch (h.dtype()) {
     case DType::u8: return moments(h.data<std::uint8_t>(), h.size());
@@ -40,15 +40,20 @@ Moments moments(const Array& frame) {
 
 }  // namespace
 
+double brightness_change(double mean0, double variance0, double mean1, double variance1) {
+  if (variance0 == 0 || variance1 == 0)
+    return variance0 == variance1 ? 0.0 : std::numeric_limits<double>::infinity();
+  // Both terms are unchanged by a joint affine rescaling of the intensities, so integer and
+  // floating-point frames measure alike whatever their range (and the GPU path measures its
+  // frames after their conversion to [0, 1]).
+  const double spread = std::sqrt(0.5 * (variance0 + variance1));
+  return std::abs(0.5 * std::log(variance1 / variance0)) + std::abs(mean1 - mean0) / spread;
+}
+
 double brightness_change(const Array& frame0, const Array& frame1) {
   check_frames(frame0, frame1);
   const Moments a = moments(frame0), b = moments(frame1);
-  if (a.variance == 0 || b.variance == 0)
-    return a.variance == b.variance ? 0.0 : std::numeric_limits<double>::infinity();
-  // Both terms are unchanged by a joint affine rescaling of the intensities, so integer and
-  // floating-point frames measure alike whatever their range.
-  const double spread = std::sqrt(0.5 * (a.variance + b.variance));
-  return std::abs(0.5 * std::log(b.variance / a.variance)) + std::abs(b.mean - a.mean) / spread;
+  return brightness_change(a.mean, a.variance, b.mean, b.variance);
 }
 
 FlowParams params_for_pair(const Array& frame0, const Array& frame1, const FlowParams& params) {

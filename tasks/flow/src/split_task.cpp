@@ -54,7 +54,8 @@ void FlowStrip::run_slab_cuda(Context& ctx, Halo& halo) {
   (void)ctx.take(in);
   const Array a = ctx.take(frame0), b = ctx.take(frame1);
   check_frames(a, b);
-  ctx.put(out, detail::solve_strip_cuda(a, b, params_for_pair(a, b, params_), halo, ctx));
+  // The texture rule is measured on the GPU (convert_frames), over the whole frames every strip converts.
+  ctx.put(out, detail::solve_strip_cuda(a, b, params_, halo, ctx));
 }
 
 double FlowStrip::cost_hint() const { return 10.0 * params_.warps * params_.scales; }

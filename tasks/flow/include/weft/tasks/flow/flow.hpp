@@ -45,6 +45,8 @@ struct StageTimes {
 /// standard deviation s of each frame's intensities (s: the root mean square of s0 and s1);
 /// 0 for two constant frames, infinite when only one is constant.
 [[nodiscard]] double brightness_change(const Array& frame0, const Array& frame1);
+/// The same from each frame's mean and variance.
+[[nodiscard]] double brightness_change(double mean0, double variance0, double mean1, double variance1);
 
 /// `params` for this pair: texture set to 0 when params.texture_threshold > 0 and the pair's
 /// brightness_change is at most that threshold. Every entry point (CPU, CUDA, split) applies it.

@@ -5,7 +5,8 @@
 // the file's metadata stays valid, so what is fuzzed is Weft's own reading, not libhdf5's.
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "common/job_check.hpp"
@@ -17,6 +18,7 @@ namespace {
 
 struct Sample {
   std::string file;
+  std::string bytes;  // the whole file, written afresh for each input
   std::int64_t offset = 0, stored = 0;
 };
 
@@ -34,6 +36,9 @@ const Sample& sample() {
     if (!chunks) std::abort();
     out.offset = chunks->offsets[0];
     out.stored = chunks->sizes[0];
+    std::ifstream in(out.file, std::ios::binary);
+    out.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (out.bytes.size() < static_cast<std::size_t>(out.offset + out.stored)) std::abort();
     return out;
   }();
   return s;
@@ -56,14 +61,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The first chunk's stored bytes replaced by the body (cut or padded with zeros to its size).
   const Sample& s = sample();
   const std::string file = weft::fuzz::scratch() + "/fuzzed.h5";
-  std::filesystem::copy_file(s.file, file, std::filesystem::copy_options::overwrite_existing);
   {
+    // Written with stdio rather than std::filesystem::copy_file, whose sendfile call fails with
+    // EINTR when libFuzzer's timer signal arrives (seen in CI); stdio retries.
+    std::string copy = s.bytes;
     std::string chunk = body;
     chunk.resize(static_cast<std::size_t>(s.stored), '\0');
-    std::FILE* f = std::fopen(file.c_str(), "r+b");
-    std::fseek(f, static_cast<long>(s.offset), SEEK_SET);
-    std::fwrite(chunk.data(), 1, chunk.size(), f);
-    std::fclose(f);
+    copy.replace(static_cast<std::size_t>(s.offset), chunk.size(), chunk);
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    if (!f || std::fwrite(copy.data(), 1, copy.size(), f) != copy.size() || std::fclose(f) != 0) std::abort();
   }
   try {
     const weft::io::DatasetRef ref{file, "/v"};

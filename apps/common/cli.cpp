@@ -115,12 +115,18 @@ std::ifstream open_config(const std::string& file) {
 }
 
 /// Boost.Program_options (1.74) builds its error messages by replacing markers such as
-/// "%value%" with the user's text until none is left: a value or option name that holds one of
-/// them never ends (found by fuzz/fuzz_config). Such text is refused before Boost sees it.
+/// "%value%" or "%invalid_line%" with the user's text until none is left: a value, option name or
+/// config line that holds one of them never ends (found by fuzz/fuzz_config). Any "%name%" (a
+/// lower-case word between two percent signs, the form of every marker) is refused before Boost
+/// sees it, so that markers Boost adds later are covered too.
 void refuse_format_markers(const std::string& text, const std::string& where) {
-  for (const char* p : {"%canonical_option%", "%option%", "%value%", "%prefix%", "%original_token%"})
-    if (text.find(p) != std::string::npos)
-      throw ConfigError(where + "'" + text.substr(0, 200) + "' holds '" + p + "', which is not allowed in options");
+  for (std::size_t open = text.find('%'); open != std::string::npos; open = text.find('%', open + 1)) {
+    std::size_t end = open + 1;
+    while (end < text.size() && ((text[end] >= 'a' && text[end] <= 'z') || text[end] == '_')) ++end;
+    if (end > open + 1 && end < text.size() && text[end] == '%')
+      throw ConfigError(where + "'" + text.substr(0, 200) + "' holds '" + text.substr(open, end + 1 - open) +
+                        "', which is not allowed in options");
+  }
 }
 
 }  // namespace

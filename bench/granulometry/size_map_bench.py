@@ -13,8 +13,6 @@ the first run. PoreSpy's and Fiji's local thickness are the peers (docs/granulom
 the definitions); neither is installable on the GPU machine, so none runs here.
 """
 import argparse
-import datetime
-import json
 import os
 import shutil
 import subprocess
@@ -23,6 +21,9 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench", "common"))
+import results  # noqa: E402
+
 # Targets of the size map (one H200, whole process): 1024^3 ball <= 1.5 s, 2048^3 <= 7 s, peak
 # host RSS <= 2 GB plus the input's page cache (the cache is not in the process's RSS).
 TIME_GOALS = {1024: 1.5, 2048: 7.0}
@@ -95,19 +96,8 @@ def main():
                 targets["%d^3 ball with size map: peak RSS <= %.0f GB" % (edge, RSS_GOAL_GB)] = {
                     "value": times[True][1], "goal": RSS_GOAL_GB, "met": times[True][1] <= RSS_GOAL_GB}
         os.remove(sample)
-    doc = {
-        "benchmark": "granulometry_size_map",
-        "device": device_name(),
-        "commit": os.environ.get("WEFT_COMMIT") or "unknown",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join(["python3", os.path.relpath(__file__, ROOT)] + sys.argv[1:]),
-        "metrics": {"floor": "the same run without --size-map", "rows": rows},
-        "targets": targets,
-    }
-    with open(a.output, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    print("wrote " + a.output)
+    results.write(a.output, "granulometry_size_map", device_name(),
+                  {"floor": "the same run without --size-map", "rows": rows}, targets)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,9 @@ mapping and running its graph); the overhead is the call's wall time minus that,
 Writes bench/results/python_overhead.json (the floor of the overhead is 0 by definition: the
 figure is the overhead itself)."""
 import argparse
-import datetime
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -25,6 +22,8 @@ from weft import _weft
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
+sys.path.insert(0, os.path.join(root, "bench", "common"))
+import results  # noqa: E402
 
 
 def timed(call, repeats):
@@ -72,33 +71,19 @@ def main():
     print("granulometry ball N=50 of %d^3 on %s: call %.3f s, C++ %.3f s, Python adds %.2f %%"
           % (n, devices, g_wall, g_inner, 100 * share))
 
-    try:
-        commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = ""
-    doc = {
-        "benchmark": "python_overhead",
-        "device": device_name(),
-        "commit": os.environ.get("WEFT_COMMIT") or commit or "unknown",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-        "metrics": {
-            "small_call": {"what": "weft.median 3x3 of a 256x256 uint8 image", "devices": devices,
-                           "repeats": a.repeats, "call_us": wall * 1e6, "cpp_us": inner * 1e6,
-                           "python_us": over * 1e6},
-            "granulometry": {"what": "weft.granulometry ball N=50", "edge": n, "devices": devices,
-                             "call_s": g_wall, "cpp_s": g_inner, "python_share": share},
-        },
-        "targets": {
-            "Python adds to a small call <= 100 us": {"value": over * 1e6, "goal": 100.0, "met": over * 1e6 <= 100.0},
-            "Python adds to a %d^3 granulometry <= 2 %%" % n: {"value": 100 * share, "goal": 2.0,
-                                                               "met": 100 * share <= 2.0},
-        },
+    metrics = {
+        "small_call": {"what": "weft.median 3x3 of a 256x256 uint8 image", "devices": devices,
+                       "repeats": a.repeats, "call_us": wall * 1e6, "cpp_us": inner * 1e6,
+                       "python_us": over * 1e6},
+        "granulometry": {"what": "weft.granulometry ball N=50", "edge": n, "devices": devices,
+                         "call_s": g_wall, "cpp_s": g_inner, "python_share": share},
     }
-    with open(a.output, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    print("wrote " + a.output)
+    targets = {
+        "Python adds to a small call <= 100 us": {"value": over * 1e6, "goal": 100.0, "met": over * 1e6 <= 100.0},
+        "Python adds to a %d^3 granulometry <= 2 %%" % n: {"value": 100 * share, "goal": 2.0,
+                                                           "met": 100 * share <= 2.0},
+    }
+    results.write(a.output, "python_overhead", device_name(), metrics, targets)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "fuzz_common.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/util/error.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "weft/exec/environment.hpp"
-#include "weft/exec/transports.hpp"
+#include "weft/cluster/environment.hpp"
+#include "weft/transport/transports.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 

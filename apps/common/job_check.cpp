@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::cli {

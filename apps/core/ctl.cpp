@@ -5,7 +5,7 @@
 
 #include "common/cli.hpp"
 #include "weft/exec/control.hpp"
-#include "weft/mapping/place.hpp"
+#include "weft/graph/place.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/settings.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "common/cli.hpp"
 #include "common/job_check.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/tasks/demo/demo.hpp"
 #include "weft/util/error.hpp"
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 
 namespace weft::cli {
 namespace {

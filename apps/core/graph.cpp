@@ -9,7 +9,7 @@
 
 #include "common/cli.hpp"
 #include "common/graph_view.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::cli {

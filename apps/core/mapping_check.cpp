@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/cli.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/util/error.hpp"
 

@@ -12,7 +12,7 @@
 #include "common/cli.hpp"
 #include "common/job_check.hpp"
 #include "filter_io.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/tasks/filters/tasks.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"

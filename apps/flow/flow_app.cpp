@@ -4,7 +4,7 @@
 #include "common/cli.hpp"
 #include "common/job_check.hpp"
 #include "flow_graph.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft::cli {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/job_check.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/tasks/flow/params.hpp"
 

@@ -17,7 +17,7 @@
 #include "sample.hpp"
 #include "size_map.hpp"
 #include "volume_input.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/tasks/morphology/granulometry_job.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/tasks.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "weft/exec/environment.hpp"
-#include "weft/mapping/place.hpp"
+#include "weft/cluster/environment.hpp"
+#include "weft/graph/place.hpp"
 
 namespace weft::granulometry {
 

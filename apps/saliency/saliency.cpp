@@ -12,7 +12,7 @@
 #include "common/cli.hpp"
 #include "common/job_check.hpp"
 #include "frames.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/tasks/flow/params.hpp"
 #include "weft/tasks/saliency/dynamic_tasks.hpp"
 #include "weft/tasks/saliency/pipeline.hpp"

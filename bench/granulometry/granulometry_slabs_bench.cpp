@@ -35,7 +35,7 @@
 #include "gpu.hpp"
 #include "result.hpp"
 #include "weft/cuda.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/util/parallel_for.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"

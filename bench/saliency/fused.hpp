@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "result.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 
 namespace weft::saliency_bench {
 

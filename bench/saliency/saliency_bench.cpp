@@ -17,7 +17,7 @@
 #include "result.hpp"
 #include "gpu.hpp"
 #include "weft/cuda.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/tasks/saliency/bank.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"

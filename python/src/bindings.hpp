@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "weft/data/array.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"

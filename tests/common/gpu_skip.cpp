@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // results printed by rank 0 only. Tests reach the environment through weft::test::env.
 #include <vector>
 
-#include "weft/exec/environment.hpp"
-#include "weft/mapping/place.hpp"
+#include "weft/cluster/environment.hpp"
+#include "weft/graph/place.hpp"
 
 namespace weft::test {
 extern Environment* env;  ///< set before any test runs

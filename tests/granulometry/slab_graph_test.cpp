@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/exec/executor.hpp"
-#include "weft/exec/host_segment.hpp"
-#include "weft/exec/host_turns.hpp"
+#include "weft/cluster/host_segment.hpp"
+#include "weft/cluster/host_turns.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"
 #include "weft/tasks/morphology/synthetic.hpp"

@@ -1,4 +1,4 @@
-"""Ranks that wait for each other for good are stopped by Weft's watch (exec/liveness.hpp), with a
+"""Ranks that wait for each other for good are stopped by Weft's watch (cluster/liveness.hpp), with a
 message, within the timeout: here two ranks run graphs that do not match (rank 1's sink waits for
 tokens rank 0 never sends), which the program's own checks would have refused before the run.
 

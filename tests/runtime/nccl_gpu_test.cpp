@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "exec/remote.hpp"
+#include "transport/remote.hpp"
 #include "transport/nccl.hpp"
 #include "weft/weft.hpp"
 #include "common/mpi_main.hpp"

@@ -8,7 +8,7 @@
 
 #include "frames.hpp"
 #include "motion_frames.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/tasks/saliency/dynamic_tasks.hpp"
 #include "weft/tasks/saliency/static_pathway.hpp"

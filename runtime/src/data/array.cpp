@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "data/buffer.hpp"
-#include "exec/device.hpp"
+#include "device/device.hpp"
 #include "weft/util/error.hpp"
 
 namespace weft {

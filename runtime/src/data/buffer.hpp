@@ -35,11 +35,6 @@ struct HostPoolStats {
 };
 HostPoolStats host_pool_stats();
 
-// Device pool (stream-ordered, backed by the CUDA memory pool of each device with an infinite
-// release threshold: memory freed by one token is reused by the next without cudaMalloc).
-void* device_pool_acquire(int device, std::size_t bytes, void* stream);
-void device_pool_release(int device, void* ptr, void* stream) noexcept;  // null stream: the home stream
-
 struct ArrayAccess {
   static Buffer* buffer(const Array& a) { return a.buffer_.get(); }
 };

@@ -7,7 +7,7 @@
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "weft/cuda.hpp"
+#include "weft/device/cuda_check.hpp"
 #endif
 
 namespace weft::detail {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "data/buffer.hpp"
-#include "exec/device.hpp"
+#include "device/device.hpp"
 
 namespace weft::detail {
 namespace {

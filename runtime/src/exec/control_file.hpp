@@ -10,7 +10,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <string>
 #include <vector>
 
-#include "weft/mapping/place.hpp"
+#include "weft/graph/place.hpp"
 
 namespace weft::detail {
 

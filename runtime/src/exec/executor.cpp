@@ -23,25 +23,26 @@
 #include <thread>
 
 #include "data/buffer.hpp"
-#include "exec/balancer.hpp"
-#include "exec/channel.hpp"
+#include "migration/balancer.hpp"
+#include "transport/channel.hpp"
 #include "exec/control_file.hpp"
-#include "exec/device.hpp"
+#include "device/device.hpp"
 #include "exec/halo.hpp"
-#include "exec/liveness.hpp"
-#include "exec/migration.hpp"
-#include "exec/remote.hpp"
+#include "cluster/liveness.hpp"
+#include "cluster/mpi_check.hpp"
+#include "migration/migration.hpp"
+#include "transport/remote.hpp"
 #include "exec/firing.hpp"
 #include "exec/run_state.hpp"
-#include "exec/state_transfer.hpp"
-#include "exec/stream_timer.hpp"
-#include "transport/tags.hpp"
-#include "exec/transports.hpp"
+#include "migration/state_transfer.hpp"
+#include "device/stream_timer.hpp"
+#include "cluster/tags.hpp"
+#include "transport/transports.hpp"
 #include "transport/nccl.hpp"
 #include "trace/nvtx.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/control.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/output.hpp"
@@ -183,7 +184,7 @@ void drive(State& run, Node& node) {
       double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
       auto c0 = std::chrono::steady_clock::now();
       {
-      const detail::Firing firing;  // counted by the liveness watch (exec/liveness.hpp)
+      const detail::Firing firing;  // counted by the liveness watch (cluster/liveness.hpp)
       const detail::NvtxRange range(task.name().c_str());
       if (gpu) {
         if (timer) timer->start(ctx.stream());
@@ -326,10 +327,11 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     run.nccl_edges = chosen.nccl_edges;
     run.peer_edges = chosen.peer_edges;
     if (chosen.nccl_edges > 0)
-      detail::nccl_init(detail::RemoteLinks::communicator(), chosen.device_of_rank[run.rank]);
+      detail::nccl_init(detail::run_communicator(), chosen.device_of_rank[run.rank]);
     transports = std::move(chosen.links);
   }
-  if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(run.rank, options_);  // also error notices, trace
+  if (distributed) run.remote = std::make_unique<detail::RemoteLinks>(
+        run.rank, detail::LinkOptions{options_.channel_capacity, options_.overlap});  // also error notices, trace
   if (run.remote) run.remote->set_trace(&run.trace);
   detail::Migrations::Post post;
   if (distributed && !plan.groups.empty()) {

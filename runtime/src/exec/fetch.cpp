@@ -4,6 +4,7 @@
 
 #include "data/copy.hpp"
 #include "data/buffer.hpp"
+#include "data/device_copy.hpp"
 #include "exec/firing.hpp"
 #include "trace/nvtx.hpp"
 

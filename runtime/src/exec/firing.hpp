@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "exec/device.hpp"
+#include "data/device_copy.hpp"
+#include "device/stream_timer.hpp"
 #include "exec/run_state.hpp"
-#include "exec/stream_timer.hpp"
 #include "weft/graph/task.hpp"
 
 namespace weft::detail {

@@ -20,8 +20,8 @@
 #include <tuple>
 
 #include "data/copy.hpp"
-#include "exec/device.hpp"
-#include "exec/remote.hpp"
+#include "device/device.hpp"
+#include "transport/remote.hpp"
 #include "trace/nvtx.hpp"
 #include "trace/trace.hpp"
 #include "weft/util/error.hpp"

@@ -7,9 +7,9 @@
 
 #include "data/buffer.hpp"
 #include "exec/firing.hpp"
-#include "exec/migration.hpp"
-#include "exec/state_transfer.hpp"
-#include "weft/exec/environment.hpp"
+#include "migration/migration.hpp"
+#include "migration/state_transfer.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/log.hpp"
 #include "weft/util/settings.hpp"
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "exec/run_state.hpp"
-#include "transport/tags.hpp"
+#include "cluster/tags.hpp"
 #include "weft/exec/control.hpp"
 #include "weft/util/log.hpp"
 
@@ -73,7 +73,7 @@ void watch_control_file(State& run, std::shared_ptr<ControlFile> file) {
   }
 }
 
-// Every rank reports its counters each period; rank 0 decides (exec/balancer.hpp) and logs.
+// Every rank reports its counters each period; rank 0 decides (migration/balancer.hpp) and logs.
 void run_balancer(State& run) {
   auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(run.options.balance_period));

@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "exec/balancer.hpp"
-#include "exec/channel.hpp"
+#include "migration/balancer.hpp"
+#include "transport/channel.hpp"
 #include "exec/control_file.hpp"
 #include "exec/halo.hpp"
-#include "exec/migration.hpp"
-#include "exec/remote.hpp"
+#include "migration/migration.hpp"
+#include "transport/remote.hpp"
 #include "trace/trace.hpp"
 #include "weft/exec/executor.hpp"
 #include "weft/util/error.hpp"
@@ -36,7 +36,7 @@ struct Node {
   // this GPU task issues the copy to the host with its firing instead of the consumer after it).
   std::vector<std::vector<bool>> to_host;
   TaskStats stats;
-  // Migratable tasks (exec/migration.hpp): the role of this actor, its task's run-time migration
+  // Migratable tasks (migration/migration.hpp): the role of this actor, its task's run-time migration
   // state, and for an instance its candidate index and whether the task runs here now.
   detail::Vertex::Role role = detail::Vertex::plain;
   detail::Migration* migration = nullptr;

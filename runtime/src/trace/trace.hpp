@@ -10,7 +10,7 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 #include <set>
 #include <vector>
 
-#include "exec/device.hpp"
+#include "device/device.hpp"
 
 namespace weft::detail {
 

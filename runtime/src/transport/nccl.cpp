@@ -6,14 +6,14 @@
 #include <string>
 #include <thread>
 
-#include "transport/tags.hpp"
+#include "cluster/tags.hpp"
 #include "weft/util/error.hpp"
 
 #ifdef WEFT_HAVE_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "weft/cuda.hpp"
+#include "weft/device/cuda_check.hpp"
 #endif
 
 namespace weft::detail {

@@ -9,7 +9,8 @@ static_assert(false, "runtime/src headers are internal to the weft library");
 
 #include <memory>
 
-#include "exec/device.hpp"
+#include "device/device.hpp"
+#include "weft/data/array.hpp"
 
 namespace weft::detail {
 

@@ -10,7 +10,7 @@
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "weft/cuda.hpp"
+#include "weft/device/cuda_check.hpp"
 #include "weft/util/settings.hpp"
 #endif
 

@@ -19,7 +19,7 @@
 #endif
 
 #include "size_phases.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
 #include "weft/tasks/morphology/threshold.hpp"
 #include "weft/util/error.hpp"

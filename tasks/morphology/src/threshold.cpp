@@ -24,7 +24,7 @@
 
 #include "foreground_rule.hpp"
 #include "parallel.hpp"
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/util/error.hpp"
 #include "weft/util/settings.hpp"
 

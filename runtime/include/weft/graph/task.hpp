@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "weft/graph/value.hpp"
-#include "weft/mapping/place.hpp"
+#include "weft/graph/place.hpp"
 
 namespace weft {
 

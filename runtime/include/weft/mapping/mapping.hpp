@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/graph/graph.hpp"
-#include "weft/mapping/place.hpp"
+#include "weft/graph/place.hpp"
 
 namespace weft {
 

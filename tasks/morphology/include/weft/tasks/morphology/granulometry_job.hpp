@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "weft/exec/environment.hpp"
+#include "weft/cluster/environment.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/slab_tasks.hpp"

@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "weft/exec/host_segment.hpp"
-#include "weft/exec/host_turns.hpp"
+#include "weft/cluster/host_segment.hpp"
+#include "weft/cluster/host_turns.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/mapping/mapping.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"

@@ -256,6 +256,8 @@ int granulometry_main(int argc, char** argv) {
   job.element = morphology::parse_element(o.element);
   job.max_size = o.max_size;
   job.size_map = o.size_map;
+  job.size_map_smallest = true;  // what granulometry.h5 stores (size_map.hpp)
+  job.size_map_diameter = o.size_map_as == "diameter";
   job.cluster = &cluster;
   job.places = morphology::slab_places(cluster, parse_device_choice(common.devices));
   job.budget = slab_budget(o, job.places, cluster);
@@ -342,7 +344,7 @@ Graph default_graph(int workers) {
   Graph graph;
   const auto reader = [](std::int64_t, std::int64_t) -> Array { throw ConfigError("default graph: nothing to read"); };
   const morphology::SlabGraph slabs = morphology::add_slab_granulometry(graph, plan, g, reader);
-  (void)morphology::add_granulometry_collector(graph, slabs, plan, false, nullptr, {}, {});
+  (void)morphology::add_granulometry_collector(graph, slabs, plan, {}, nullptr, {}, {});
   return graph;
 }
 

@@ -3,17 +3,16 @@
 #include <string>
 
 #include "weft/util/error.hpp"
-#include "weft/util/parallel_for.hpp"
 
 namespace weft::granulometry {
 
 SizeMapLayout SizeMapLayout::choose(int max_size, bool diameter) {
   SizeMapLayout l;
   l.diameter = diameter;
-  l.largest = diameter ? 2 * std::int64_t{max_size} + 1 : max_size;
-  if (l.largest <= 254) l.dtype = DType::u8, l.background = 255;
-  else if (l.largest <= 65534) l.dtype = DType::u16, l.background = 65535;
-  else l.dtype = DType::i32, l.background = -1;
+  const morphology::SizeMapForm form = morphology::SizeMapForm::smallest(max_size, diameter);
+  l.largest = form.value(max_size);
+  l.dtype = form.dtype;
+  l.background = form.background();
   return l;
 }
 
@@ -42,23 +41,10 @@ SizeMapOutput::SizeMapOutput(io::H5Writer& file, const Shape& shape, int max_siz
 }
 
 void SizeMapOutput::write(std::int64_t first, const Array& map) {
-  if (map.dtype() != DType::i32 || !map.memory().is_host())
-    throw Error("size map: expected host i32 planes, got " + std::string(dtype_name(map.dtype())));
-  Array stored = Array::host(layout_.dtype, map.shape());
-  const std::int32_t* in = map.data<std::int32_t>();
-  const bool diameter = layout_.diameter;
-  const std::int64_t background = layout_.background;
-  const auto convert = [&](auto* out) {
-    using T = std::remove_pointer_t<decltype(out)>;
-    parallel_for(map.size(), [&](std::int64_t b, std::int64_t e, int) {
-      for (std::int64_t i = b; i < e; ++i)
-        out[i] = static_cast<T>(in[i] < 0 ? background : diameter ? 2 * std::int64_t{in[i]} + 1 : in[i]);
-    }, 1 << 16);
-  };
-  if (layout_.dtype == DType::u8) convert(stored.data<std::uint8_t>());
-  else if (layout_.dtype == DType::u16) convert(stored.data<std::uint16_t>());
-  else convert(stored.data<std::int32_t>());
-  volume_.write(first, stored);
+  if (map.dtype() != layout_.dtype || !map.memory().is_host())
+    throw Error("size map: expected host " + std::string(dtype_name(layout_.dtype)) + " planes, got " +
+                std::string(dtype_name(map.dtype())));
+  volume_.write(first, map);
 }
 
 }  // namespace weft::granulometry

@@ -9,6 +9,7 @@
 #include "weft/data/array.hpp"
 #include "weft/tasks/io/deflated_volume.hpp"
 #include "weft/tasks/io/hdf5.hpp"
+#include "weft/tasks/morphology/granulometry.hpp"
 
 namespace weft::granulometry {
 
@@ -29,7 +30,8 @@ class SizeMapOutput {
   /// Creates /size_map [shape] in `file` for sizes up to `max_size`, with its attributes.
   SizeMapOutput(io::H5Writer& file, const Shape& shape, int max_size, bool diameter, const std::string& element,
                 const VoxelSize& voxel);
-  /// The opening function of planes [first, first + map.shape()[0]) (host i32, −1 on the background).
+  /// The opening function of planes [first, first + map.shape()[0]), already in the layout's
+  /// form (host, morphology::SizeMapForm::smallest: the job's size_map_smallest).
   void write(std::int64_t first, const Array& map);
   /// IoError unless every plane was written.
   void finish() { volume_.finish(); }

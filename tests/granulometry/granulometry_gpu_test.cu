@@ -121,6 +121,28 @@ TEST(GranulometryGpu, MatchesCpuWithMaxSize) {
   }
 }
 
+// The size map narrowed on the GPU (before it leaves the device) equals the CPU's narrowed map.
+TEST(GranulometryGpu, SizeMapFormsMatchCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  TestStream stream;  // before the arrays ordered on it (TestStream says why)
+  Array mask = balls(Shape(33, 40, 52), 7, 0.45, 17);
+  Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
+  using morphology::SizeMapForm;
+  for (Element e : {Element::octahedron, Element::cube, Element::ball})
+    for (const SizeMapForm form : {SizeMapForm{DType::u8, false}, SizeMapForm{DType::u8, true},
+                                   SizeMapForm{DType::u16, false}, SizeMapForm{DType::i32, true}}) {
+      morphology::GranulometryOptions options{e, 9, true, form};
+      auto cpu = morphology::granulometry_cpu(mask, options);
+      auto gpu = morphology::granulometry_gpu(d_mask, options, stream);
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      ASSERT_EQ(gpu.size_map.dtype(), form.dtype);
+      EXPECT_EQ(cpu.remaining, gpu.remaining);
+      EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
+          << morphology::element_name(e) << " " << dtype_name(form.dtype) << (form.diameter ? " diameter" : "");
+    }
+}
+
 // A slab with a halo (counted planes in the middle, each opening on the counted planes ± n):
 // the same counts and size map as the CPU path, and the same as the whole volume's planes.
 TEST(GranulometryGpu, CountedPlanesMatchCpu) {

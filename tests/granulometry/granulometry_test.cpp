@@ -72,6 +72,42 @@ TEST(Granulometry, CurveMatchesDefinition) {
   }
 }
 
+// The size map in a narrower form: each voxel's n (or 2n + 1) in u8/u16/i32, the background the
+// type's largest value (or −1), and forms too narrow for the sizes refused before any work.
+TEST(Granulometry, SizeMapFormsHoldTheComputedValues) {
+  using morphology::SizeMapForm;
+  EXPECT_EQ(SizeMapForm::smallest(254, false).dtype, DType::u8);
+  EXPECT_EQ(SizeMapForm::smallest(255, false).dtype, DType::u16);
+  EXPECT_EQ(SizeMapForm::smallest(126, true).dtype, DType::u8);
+  EXPECT_EQ(SizeMapForm::smallest(127, true).dtype, DType::u16);
+  EXPECT_EQ(SizeMapForm::smallest(65534, false).dtype, DType::u16);
+  EXPECT_EQ(SizeMapForm::smallest(65535, false).dtype, DType::i32);
+  Array mask = test::random_mask(Shape(12, 14, 11), 0.93, 41);
+  for (Element e : kElements) {
+    const auto computed = morphology::granulometry_cpu(mask, {e, 5, true, {}});
+    const std::int32_t* want = computed.size_map.data<std::int32_t>();
+    for (const SizeMapForm form : {SizeMapForm{DType::u8, false}, SizeMapForm{DType::u8, true},
+                                   SizeMapForm{DType::u16, true}, SizeMapForm{DType::i32, true}}) {
+      morphology::GranulometryOptions options{e, 5, true, form};
+      const auto result = morphology::granulometry_cpu(mask, options);
+      ASSERT_EQ(result.size_map.dtype(), form.dtype);
+      ASSERT_EQ(result.size_map.shape(), computed.size_map.shape());
+      EXPECT_EQ(result.remaining, computed.remaining);
+      for (std::int64_t i = 0; i < mask.size(); ++i) {
+        const std::int64_t expected = want[i] < 0 ? form.background() : form.value(want[i]);
+        const std::int64_t got = form.dtype == DType::u8    ? result.size_map.data<std::uint8_t>()[i]
+                                 : form.dtype == DType::u16 ? result.size_map.data<std::uint16_t>()[i]
+                                                            : result.size_map.data<std::int32_t>()[i];
+        ASSERT_EQ(got, expected) << morphology::element_name(e) << " " << dtype_name(form.dtype) << " voxel " << i;
+      }
+    }
+  }
+  // 2 × 127 + 1 = 255 is u8's background: refused.
+  Array big = test::random_mask(Shape(3, 4, 5), 0.5, 3);
+  EXPECT_THROW((void)morphology::granulometry_cpu(big, {Element::cube, 127, true, SizeMapForm{DType::u8, true}}),
+               ConfigError);
+}
+
 TEST(Granulometry, DistanceTransformsAreExact) {
   Array mask = test::random_mask(Shape(9, 12, 10), 0.8, 7);
   const std::uint8_t* m = mask.data<std::uint8_t>();

@@ -1,6 +1,8 @@
 // GPU granulometry: the shared loop (granulometry_driver.hpp) over CUDA distance transforms.
 // Counts of every size land in one device array, read back once at the end (one sync per run
 // besides the one that learns the largest distance).
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,38 @@
 
 namespace weft::morphology {
 namespace {
+
+/// The computed map (n, −1 on the background) in a narrower form (SizeMapForm).
+template <class T>
+__global__ void size_map_form_kernel(const std::int32_t* in, T* out, std::int64_t n, bool diameter, T background) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int32_t v = in[i];
+    out[i] = v < 0 ? background : static_cast<T>(diameter ? 2 * v + 1 : v);
+  }
+}
+
+Array size_map_in_form_gpu(Array computed, const SizeMapForm& form, int device, cudaStream_t stream) {
+  Array out = Array::device(form.dtype, computed.shape(), device, stream);
+  const std::int64_t n = computed.size();
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((n + threads - 1) / threads, 4096));
+  if (n == 0) return out;
+  const std::int32_t* in = computed.data<std::int32_t>();
+  if (form.dtype == DType::u8)
+    size_map_form_kernel<<<blocks, threads, 0, stream>>>(in, out.data<std::uint8_t>(), n, form.diameter,
+                                                         std::uint8_t{255});
+  else if (form.dtype == DType::u16)
+    size_map_form_kernel<<<blocks, threads, 0, stream>>>(in, out.data<std::uint16_t>(), n, form.diameter,
+                                                         std::uint16_t{65535});
+  else if (form.dtype == DType::i32)
+    size_map_form_kernel<<<blocks, threads, 0, stream>>>(in, out.data<std::int32_t>(), n, form.diameter,
+                                                         std::int32_t{-1});
+  else
+    throw ConfigError("size map: no form in " + std::string(dtype_name(form.dtype)) + " (u8, u16 or i32)");
+  check_launch("size_map_form_kernel", stream);
+  return out;  // `computed` goes back to the pool on this stream, after the kernel
+}
 
 class GpuBackend {
  public:
@@ -142,7 +176,10 @@ class GpuBackend {
     WEFT_CUDA_CHECK(cudaMemsetAsync(counts_.raw(), 0, counts_.bytes(), stream_));
   }
 
-  Array take_size_map() { return std::move(size_map_); }
+  Array take_size_map(const SizeMapForm& form) {
+    if (form.as_computed()) return std::move(size_map_);
+    return size_map_in_form_gpu(std::move(size_map_), form, device_, stream_);
+  }
 
  private:
   unsigned long long* counter(int i) { return reinterpret_cast<unsigned long long*>(scalars_.raw()) + i; }

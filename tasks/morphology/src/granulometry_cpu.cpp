@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "granulometry_driver.hpp"
+#include "size_map_form.hpp"
 #include "parallel.hpp"
 #include "weft/tasks/morphology/granulometry.hpp"
 #include "weft/tasks/morphology/line_transforms.hpp"
@@ -209,7 +210,9 @@ class CpuBackend {
 
   void flush() {}
 
-  Array take_size_map() { return std::move(size_map_); }
+  Array take_size_map(const SizeMapForm& form) {
+    return form.as_computed() ? std::move(size_map_) : detail::size_map_in_form(std::move(size_map_), form);
+  }
 
   /// Opening as a 0/1 mask (tests and opening_cpu; the whole mask counted).
   Array opening_mask(std::int64_t r) {

@@ -13,7 +13,7 @@
 //        // *count = |{p counted : d(p, {D > r}) ≤ r}| (written at the latest by flush()), and
 //        // the size map ← n on those voxels when asked; computed on planes(n) only
 //   void flush();                            // every pending count written
-//   Array take_size_map();
+//   Array take_size_map(const SizeMapForm& form);  // the map in that form
 //
 // Why a slab with a halo gives exact counts on its own planes (slabs.hpp chooses the halo):
 // with the element of size n reaching n planes along z (true of the three metrics: |dz| ≤ L1,
@@ -74,7 +74,13 @@ GranulometryResult run_granulometry(Backend& backend, const GranulometryOptions&
     // Erosion (hence opening) n is empty once r(n) ≥ max D: that n is the last row.
     while (total > 0 && radius_limit(element, last) < max_distance) ++last;
   }
-  if (options.size_map) backend.init_size_map();
+  if (options.size_map) {
+    const SizeMapForm& form = options.size_map_form;
+    if (form.background() >= 0 && form.value(last) >= form.background())
+      throw ConfigError("granulometry: size map values up to " + std::to_string(form.value(last)) + " do not fit in " +
+                        std::string(dtype_name(form.dtype)));
+    backend.init_size_map();
+  }
   GranulometryResult result;
   result.remaining.assign(static_cast<std::size_t>(last) + 2, 0);
   result.remaining[0] = total;
@@ -88,7 +94,7 @@ GranulometryResult run_granulometry(Backend& backend, const GranulometryOptions&
   result.spectrum.resize(static_cast<std::size_t>(last) + 1);
   for (int n = 0; n <= last; ++n) result.spectrum[n] = result.remaining[n] - result.remaining[n + 1];
   result.remaining.pop_back();
-  if (options.size_map) result.size_map = backend.take_size_map();
+  if (options.size_map) result.size_map = backend.take_size_map(options.size_map_form);
   return result;
 }
 

@@ -1,5 +1,7 @@
 #include "weft/tasks/morphology/granulometry_job.hpp"
 
+#include "size_map_form.hpp"
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -15,11 +17,12 @@ namespace {
 /// slab to the writer, and says when a round is done.
 class Collector final : public Task {
  public:
-  Collector(SlabPlan plan, bool size_map, std::shared_ptr<GranulometryOutcome> out, SizeMapWriter writer,
+  Collector(SlabPlan plan, SizeMapHandout size_map, std::shared_ptr<GranulometryOutcome> out, SizeMapWriter writer,
             std::function<void(int, int, const char*)> on_progress)
       : Task("report"), plan_(plan), size_map_(size_map), out_(std::move(out)), writer_(std::move(writer)),
         on_progress_(std::move(on_progress)) {
-    for (int i = 0; i < plan_.workers; ++i) size_maps.push_back(input<Array>("size_map." + std::to_string(i), DType::i32));
+    for (int i = 0; i < plan_.workers; ++i)
+      size_maps.push_back(input<Array>("size_map." + std::to_string(i), size_map_.sent.dtype));
   }
   In<std::vector<std::int64_t>> remaining = input<std::vector<std::int64_t>>("remaining");
   In<std::vector<std::int64_t>> spectrum = input<std::vector<std::int64_t>>("spectrum");
@@ -38,12 +41,18 @@ class Collector final : public Task {
     for (int i = 0; i < plan_.workers; ++i) {
       Array map = ctx.take(size_maps[static_cast<std::size_t>(i)]);
       const Slab slab = plan_.slab(round_, i);
-      if (!size_map_ || slab.empty() || !writer_) continue;
+      if (!size_map_.enabled || slab.empty() || !writer_) continue;
       if (map.shape() != Shape(slab.end - slab.first, plan_.height, plan_.width))
         throw Error(name() + ": size map " + map.shape().str() + " for planes [" + std::to_string(slab.first) + ", " +
                     std::to_string(slab.end) + ")");
+      if (!map.memory().is_host()) map = map.to_host();
+      if (size_map_.smallest) {  // where the slabs sent i32 as computed (N unknown when they started)
+        const SizeMapForm wanted = SizeMapForm::smallest(max_size, size_map_.diameter);
+        if (map.dtype() != wanted.dtype || size_map_.sent.as_computed() != wanted.as_computed())
+          map = detail::size_map_in_form(std::move(map), wanted);
+      }
       // One slab's map at a time: the writer stores it before the next is taken.
-      writer_(slab.first, map.memory().is_host() ? map : map.to_host(), max_size);
+      writer_(slab.first, map, max_size);
     }
     ++round_;
     out_->collected = true;
@@ -52,7 +61,7 @@ class Collector final : public Task {
 
  private:
   SlabPlan plan_;
-  bool size_map_;
+  SizeMapHandout size_map_;
   std::shared_ptr<GranulometryOutcome> out_;
   SizeMapWriter writer_;
   std::function<void(int, int, const char*)> on_progress_;
@@ -105,7 +114,7 @@ double default_slab_budget(const std::vector<Place>& places, const Cluster& clus
   return budget;
 }
 
-Task& add_granulometry_collector(Graph& graph, const SlabGraph& slabs, const SlabPlan& plan, bool size_map,
+Task& add_granulometry_collector(Graph& graph, const SlabGraph& slabs, const SlabPlan& plan, const SizeMapHandout& size_map,
                                  std::shared_ptr<GranulometryOutcome> out, SizeMapWriter writer,
                                  std::function<void(int, int, const char*)> on_progress) {
   if (!out) out = std::make_shared<GranulometryOutcome>();
@@ -145,12 +154,17 @@ GranulometryOutcome run_granulometry(const GranulometryJob& job, const GraphRunn
   g.element = job.element;
   g.max_size = max_size;
   g.size_map = job.size_map;
+  // The slabs narrow their maps where they computed them when N is known here (a GPU's map then
+  // crosses to the host in 1 or 2 bytes a voxel); a single slab that finds N sends i32.
+  SizeMapHandout handout{job.size_map, {}, job.size_map_smallest, job.size_map_diameter};
+  if (job.size_map && job.size_map_smallest && max_size >= 0)
+    g.size_map_form = handout.sent = SizeMapForm::smallest(max_size, job.size_map_diameter);
   if (job.on_progress && plan.slabs() == 1)
     g.on_size = [progress = job.on_progress](int n, int last) { progress(n, last, "granulometry"); };
   auto out = std::make_shared<GranulometryOutcome>();
   Graph graph;
   const SlabGraph slabs = add_slab_granulometry(graph, plan, g, job.reader, job.read_chunk, read_turns(job));
-  add_granulometry_collector(graph, slabs, plan, job.size_map, out, size_map, job.on_progress);
+  add_granulometry_collector(graph, slabs, plan, handout, out, size_map, job.on_progress);
   const SlabMapper mapper(job.places);
   run(graph, mapper, /*preliminary=*/false);
   out->max_size = max_size;

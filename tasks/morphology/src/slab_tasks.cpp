@@ -664,7 +664,9 @@ void SlabUpload::run(Context& ctx) { assemble(ctx, false); }
 void SlabUpload::run_cuda(Context& ctx) { assemble(ctx, true); }
 
 SlabGranulometry::SlabGranulometry(std::string name, GranulometryOptions options)
-    : Task(std::move(name)), options_(std::move(options)) {}
+    : Task(std::move(name)),
+      size_map(output<Array>("size_map", options.size_map_form.dtype)),
+      options_(std::move(options)) {}
 
 GranulometryOptions SlabGranulometry::options_for(const SlabPlanes& p) const {
   GranulometryOptions o = options_;
@@ -677,7 +679,7 @@ void SlabGranulometry::put(Context& ctx, GranulometryResult result) {
   ctx.put(remaining, std::move(result.remaining));
   ctx.put(spectrum, std::move(result.spectrum));
   if (result.size_map.empty()) {
-    result.size_map = ctx.alloc(DType::i32, Shape(1));
+    result.size_map = ctx.alloc(options_.size_map_form.dtype, Shape(1));
     if (result.size_map.memory().is_host()) result.size_map.zero();
   }
   ctx.put(size_map, std::move(result.size_map));

@@ -16,10 +16,28 @@
 
 namespace weft::morphology {
 
+/// How a size map is handed out: the value n (the radius, in voxels) or 2n + 1 (the diameter)
+/// of the largest kept opening, in `dtype`, with the background the type's largest value (u8:
+/// 255, u16: 65535) or −1 in i32. The default is the map as computed (i32 radii). A narrow form
+/// is made where the map was computed, so a GPU's map crosses to the host in 1 or 2 bytes a voxel.
+struct SizeMapForm {
+  DType dtype = DType::i32;
+  bool diameter = false;
+  /// The smallest of u8, u16, i32 that holds every value for sizes up to `max_size`.
+  [[nodiscard]] static SizeMapForm smallest(int max_size, bool diameter);
+  [[nodiscard]] std::int64_t background() const noexcept {
+    return dtype == DType::u8 ? 255 : dtype == DType::u16 ? 65535 : -1;
+  }
+  /// The value stored for size n.
+  [[nodiscard]] std::int64_t value(std::int64_t n) const noexcept { return diameter ? 2 * n + 1 : n; }
+  [[nodiscard]] bool as_computed() const noexcept { return dtype == DType::i32 && !diameter; }
+};
+
 struct GranulometryOptions {
   Element element = Element::octahedron;
   int max_size = -1;      ///< N; -1: until nothing remains (a volume without background is an error)
   bool size_map = false;  ///< also compute the opening function
+  SizeMapForm size_map_form;  ///< its form (ConfigError if a size's value does not fit)
   /// Called after each size is done (n, last n), e.g. for a progress bar; may be empty.
   std::function<void(int, int)> on_size;
   /// Called before the opening of each size n = 1 .. last + 1 (the last one checks that nothing
@@ -41,8 +59,8 @@ struct GranulometryOptions {
 struct GranulometryResult {
   std::vector<std::int64_t> remaining;  ///< remaining[n], n = 0 (the input) .. N
   std::vector<std::int64_t> spectrum;   ///< spectrum[n] = remaining[n] − remaining[n+1], n = 0 .. N
-  /// i32 [counted planes,Y,X] (host for the CPU path, device for the GPU path) when asked: largest n ≤ N whose opening keeps the voxel, −1 for
-  /// background voxels (empty otherwise).
+  /// [counted planes,Y,X] when asked (empty otherwise), host for the CPU path, device for the GPU
+  /// path: the largest n ≤ N whose opening keeps the voxel in the options' size_map_form.
   Array size_map;
 };
 

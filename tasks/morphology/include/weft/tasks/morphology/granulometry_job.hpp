@@ -21,6 +21,11 @@ struct GranulometryJob {
   Element element = Element::octahedron;
   int max_size = -1;                   ///< N; -1: found first, up to the largest distance to the background
   bool size_map = false;               ///< also the opening function, through the SizeMapWriter
+  /// Hand the size map out in SizeMapForm::smallest(N, size_map_diameter), made where each slab
+  /// was computed when N is known before the slabs start (else on the collecting rank), instead
+  /// of i32 radii as computed.
+  bool size_map_smallest = false;
+  bool size_map_diameter = false;
   std::vector<Place> places;           ///< where slabs are computed (slab_places)
   const Cluster* cluster = nullptr;
   double budget = 0;                   ///< bytes a slab may use per place (0: no limit)
@@ -42,11 +47,22 @@ struct GranulometryJob {
 /// automatic mapper. `preliminary`: the pass that finds N, which a mapping file was not written for.
 using GraphRunner = std::function<void(Graph& graph, const Mapper& slabs, bool preliminary)>;
 
-/// Receives the size map (i32, host) of planes [first, first + map.shape()[0]), in any order, on
-/// the rank that collects the results, as each slab's map arrives. Its values: the largest n ≤ N
-/// whose opening keeps the voxel, -1 on the background; `max_size` is N (known by the first call,
-/// also when the job finds it: a writer can choose its storage then).
+/// Receives the size map (host) of planes [first, first + map.shape()[0]), in any order, on the
+/// rank that collects the results, as each slab's map arrives. Its values: the largest n ≤ N
+/// whose opening keeps the voxel, as i32 with -1 on the background, or in
+/// SizeMapForm::smallest(N, diameter) with the job's size_map_smallest; `max_size` is N (known by
+/// the first call, also when the job finds it: a writer can choose its storage then).
 using SizeMapWriter = std::function<void(std::int64_t first, const Array& map, int max_size)>;
+
+/// How the collector hands the size maps out: `enabled`, the form the slabs send (`sent`, their
+/// GranulometryOptions::size_map_form) and, with `smallest`, the form it turns them into once N is
+/// known (SizeMapForm::smallest(N, diameter)) where the slabs did not.
+struct SizeMapHandout {
+  bool enabled = false;
+  SizeMapForm sent;
+  bool smallest = false;
+  bool diameter = false;
+};
 
 struct GranulometryOutcome {
   bool collected = false;  ///< this rank collected the results (the others hold no curve)
@@ -60,7 +76,7 @@ struct GranulometryOutcome {
 /// (curve and spectrum summed over each round's slabs; `size_map` called for each slab's map;
 /// `on_progress` after each round when there are several slabs). run_granulometry uses it; it is
 /// public for tools that only build the graph (`weft mapping check`).
-Task& add_granulometry_collector(Graph& graph, const SlabGraph& slabs, const SlabPlan& plan, bool size_map,
+Task& add_granulometry_collector(Graph& graph, const SlabGraph& slabs, const SlabPlan& plan, const SizeMapHandout& size_map,
                                  std::shared_ptr<GranulometryOutcome> out, SizeMapWriter writer,
                                  std::function<void(int, int, const char*)> on_progress);
 

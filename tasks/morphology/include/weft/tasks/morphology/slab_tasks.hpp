@@ -352,7 +352,7 @@ class SlabGranulometry final : public Task {
   In<SlabPlanes> slab = input<SlabPlanes>("slab");
   Out<std::vector<std::int64_t>> remaining = output<std::vector<std::int64_t>>("remaining");
   Out<std::vector<std::int64_t>> spectrum = output<std::vector<std::int64_t>>("spectrum");
-  Out<Array> size_map = output<Array>("size_map", DType::i32);
+  Out<Array> size_map;  ///< in options.size_map_form
   void run(Context& ctx) override;
   [[nodiscard]] bool has_cuda() const override;
   void run_cuda(Context& ctx) override;

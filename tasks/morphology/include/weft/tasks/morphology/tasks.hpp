@@ -46,7 +46,7 @@ class Granulometry final : public Task {
   In<Array> in = input<Array>("in", DType::u8, 3);
   Out<std::vector<std::int64_t>> remaining = output<std::vector<std::int64_t>>("remaining");
   Out<std::vector<std::int64_t>> spectrum = output<std::vector<std::int64_t>>("spectrum");
-  Out<Array> size_map = output<Array>("size_map", DType::i32);
+  Out<Array> size_map;  ///< in options.size_map_form
   void run(Context& ctx) override;
   [[nodiscard]] bool has_cuda() const override;
   void run_cuda(Context& ctx) override;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "transport/remote.hpp"
+#include "cluster/mpi_check.hpp"
 #include "transport/nccl.hpp"
 #include "weft/weft.hpp"
 #include "common/mpi_main.hpp"
@@ -31,7 +31,7 @@ TEST(NcclStart, FailureOnOneRankStopsEveryRankWithItsMessage) {
   const int device = env->rank() == last ? 1000 : 0;
   std::string message;
   try {
-    detail::nccl_init(detail::RemoteLinks::communicator(), device);
+    detail::nccl_init(detail::run_communicator(), device);
   } catch (const NcclError& e) {
     message = e.what();
   }
@@ -49,7 +49,7 @@ TEST(NcclStart, InitialisesAfterAFailureOrFailsOnEveryRankWhenGpusAreShared) {
   const int device = own ? env->rank() : 0;
   std::string message;
   try {
-    detail::nccl_init(detail::RemoteLinks::communicator(), device);
+    detail::nccl_init(detail::run_communicator(), device);
   } catch (const NcclError& e) {
     message = e.what();
   }

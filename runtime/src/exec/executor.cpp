@@ -32,6 +32,7 @@
 #include "cluster/mpi_check.hpp"
 #include "migration/migration.hpp"
 #include "transport/remote.hpp"
+#include "exec/actor.hpp"
 #include "exec/firing.hpp"
 #include "exec/run_state.hpp"
 #include "migration/state_transfer.hpp"
@@ -52,237 +53,9 @@ namespace weft {
 
 using detail::Channel;
 using detail::Event;
-using detail::FiringContext;
 using detail::Node;
 using detail::Token;
-using detail::copy_for_host;
-using detail::fetch_array;
-using detail::hand_over;
-using detail::take_over;
-
-namespace {
-
 using State = RunHandle::State;
-
-void drive(State& run, Node& node) {
-  Task& task = *node.task;
-  FiringContext ctx(run, node);
-  std::deque<std::pair<std::shared_ptr<Event>, Array>> pending;
-  const bool gpu = node.place.is_gpu();
-  auto retire = [&](bool all) {
-    while (!pending.empty() && (all || pending.front().first->done())) {
-      if (all) pending.front().first->synchronize();
-      pending.pop_front();
-    }
-  };
-  try {
-    if (gpu) detail::bind_device(node.place.device);
-    if (node.active) task.start(ctx);
-    std::optional<detail::StreamTimer> timer;  // GPU time, for the load balancer only (two events per firing)
-    if (gpu && run.options.balance != "off") timer.emplace(node.place.device);
-    // The balancer divides GPU time by the firings it covers: both counted when the GPU is done.
-    auto collect_gpu_time = [&] {
-      std::uint64_t completed = 0;
-      node.gpu_ns += static_cast<std::int64_t>(timer->collect(completed) * 1e9);
-      node.gpu_done += completed;
-    };
-    const bool forwards = !task.moves_data();
-    std::deque<std::shared_ptr<Event>> outstanding;  // completion of this task's queued firings
-    bool used_device_arrays = false;  // this firing took arrays on its GPU: free them in order
-    std::vector<Array> held;
-    const bool serial = !run.options.overlap;
-    std::vector<std::pair<int, Token>> deferred;  // overlap off: inputs fetched under the lock
-    void* home = gpu ? detail::device_streams(node.place.device).compute : nullptr;
-    std::uint64_t renumbered = 0;  // tokens sent so far by a task that renumbers()
-    for (std::uint64_t firing = 0;; ++firing) {
-      std::uint64_t index = firing;  // sources number their tokens; others take their inputs'
-      ctx.begin(index);
-      if (node.inputs.empty()) {
-        if (run.cancelled) return;
-      } else {
-        bool end = false;
-        std::vector<bool> ended(node.inputs.size(), false);
-        std::vector<int> ports = task.inputs_for_firing(firing);
-        const bool routed = !ports.empty();  // inputs_after may add ports once the first is read
-        if (ports.empty())
-          for (std::size_t p = 0; p < node.inputs.size(); ++p) ports.push_back(static_cast<int>(p));
-        bool first = true;
-        bool epoch_ended = false;
-        used_device_arrays = false;
-        deferred.clear();
-        for (std::size_t i = 0; i < ports.size(); ++i) {
-          const int p = ports[i];
-          Token t;
-          if (!node.inputs[p]->pop(t)) return;  // cancelled
-          if (node.migration && !node.active && (!t.end || t.index == 1) && !take_over(run, node, ctx)) return;
-          if (t.marker > 0) {  // the router moved the task: every input carries the marker
-            for (int q : ports)
-              if (q != p && !node.inputs[q]->pop(t)) return;
-            if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
-            if (timer) collect_gpu_time();  // every firing done here is counted before the task leaves
-            retire(true);
-            outstanding.clear();
-            if (!hand_over(run, node, ctx, t.index, t.marker - 1)) return;
-            epoch_ended = true;
-            break;
-          }
-          if (t.end) {
-            end = ended[p] = true;
-            continue;
-          }
-          if (t.copied) {  // copied to the host by its producer, for this task
-            node.stats.bytes_in += t.copied;
-            node.bytes_in += t.copied;
-          }
-          if (first) {
-            index = t.index;
-            ctx.begin(index);
-            first = false;
-          } else if (t.index != index) {
-            throw Error("internal: token " + std::to_string(t.index) + " arrived with token " + std::to_string(index) +
-                        " on input '" + task.inputs()[p].name + "'");
-          }
-          auto* a = std::get_if<Array>(&t.value);
-          if (a && forwards) {
-            ctx.values()[p] = std::move(t.value);
-            ctx.readies()[p] = std::move(t.ready);
-          } else if (a && serial) {  // fetched below, once this rank does nothing else
-            deferred.push_back({p, std::move(t)});
-            used_device_arrays = gpu;
-          } else if (a) {
-            ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(*a), t.ready, t.index, pending);
-            used_device_arrays = gpu;
-          } else {
-            ctx.values()[p] = std::move(t.value);
-          }
-          if (routed && i == 0)
-            for (int q : task.inputs_after(ctx.values()[p])) {
-              if (q < 0 || q >= static_cast<int>(node.inputs.size()) || q == p)
-                throw Error("task '" + task.name() + "' asked for input " + std::to_string(q) + " after input " +
-                            std::to_string(p) + " (it has " + std::to_string(node.inputs.size()) + ")");
-              ports.push_back(q);
-            }
-        }
-        if (epoch_ended) continue;
-        if (end) {
-          // Every input ends after the same token in a well-formed graph; drain the others.
-          for (std::size_t p = 0; p < node.inputs.size(); ++p) {
-            Token t;
-            while (!ended[p] && node.inputs[p]->pop(t) && !t.end) {
-            }
-          }
-          break;
-        }
-      }
-      detail::SerialLock one_at_a_time(serial);  // overlap off: this rank does only this firing
-      for (auto& [p, t] : deferred)
-        ctx.values()[p] = fetch_array(run, node, ctx.stream(), std::move(std::get<Array>(t.value)), t.ready, t.index, pending);
-      deferred.clear();
-      if (used_device_arrays)  // keep the inputs until the home stream waits for this firing
-        for (auto& v : ctx.values())
-          if (auto* a = std::get_if<Array>(&v)) held.push_back(*a);
-      double t0 = run.trace.enabled() ? run.trace.now_us() : 0;
-      auto c0 = std::chrono::steady_clock::now();
-      {
-      const detail::Firing firing;  // counted by the liveness watch (cluster/liveness.hpp)
-      const detail::NvtxRange range(task.name().c_str());
-      if (gpu) {
-        if (timer) timer->start(ctx.stream());
-        detail::GpuInterval interval;
-        if (run.trace.enabled()) detail::gpu_interval_start(interval, node.place.device, ctx.stream());
-        task.run_cuda(ctx);
-        if (run.trace.enabled()) {
-          detail::gpu_interval_stop(interval, ctx.stream());
-          run.trace.name_lane(detail::gpu_lane(node.lane), node.task->name() + " (on gpu:" + std::to_string(node.place.device) + ")");
-          run.trace.add_gpu({task.name(), "gpu", detail::gpu_lane(node.lane), index, interval});
-        }
-        if (timer) {
-          timer->stop(ctx.stream());
-          collect_gpu_time();
-        }
-      } else {
-        task.run(ctx);
-      }
-      }
-      auto c1 = std::chrono::steady_clock::now();
-      node.stats.busy_seconds += std::chrono::duration<double>(c1 - c0).count();
-      if (node.stats.first_start < 0) node.stats.first_start = std::chrono::duration<double>(c0 - run.start).count();
-      node.stats.last_end = std::chrono::duration<double>(c1 - run.start).count();
-      node.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count();
-      if (run.trace.enabled()) run.trace.add({task.name(), "task", node.lane, index, t0, run.trace.now_us() - t0});
-      if (ctx.ended()) break;
-      ++node.stats.tokens;
-      ++node.done;
-      std::shared_ptr<Event> ready;
-      for (std::size_t p = 0; p < node.outputs.size(); ++p) {
-        auto& v = ctx.outputs()[p];
-        if (!v) {
-          if (task.routes()) continue;
-          throw Error("task '" + task.name() + "' did not put a value on output '" + task.outputs()[p].name + "'");
-        }
-        if (const auto* a = std::get_if<Array>(&*v); a && !a->empty() && !a->memory().is_host() && !ready && gpu)
-          ready = Event::record(node.place.device, ctx.stream());
-      }
-      if (used_device_arrays) {
-        // Inputs are freed (on the home stream) once this firing's work on them is done.
-        auto done = ready ? ready : Event::record(node.place.device, ctx.stream());
-        done->make_wait(home);
-      }
-      for (auto& v : ctx.values()) v = Value{};
-      held.clear();
-      if (gpu && serial) detail::synchronize_stream(node.place.device, ctx.stream());
-      one_at_a_time.release();
-      if (ready) {
-        // Back-pressure on the GPU too: a task keeps at most `channel_capacity` firings queued on
-        // its stream, so device memory in flight stays bounded however fast the host side runs.
-        outstanding.push_back(ready);
-        if (outstanding.size() > static_cast<std::size_t>(run.options.channel_capacity)) {
-          outstanding.front()->synchronize();
-          outstanding.pop_front();
-        }
-      }
-      if (task.renumbers()) {  // the tokens this firing sends take the next number
-        bool sends = false;
-        for (const auto& v : ctx.outputs()) sends = sends || v.has_value();
-        if (sends) index = renumbered++;
-      }
-      for (std::size_t p = 0; p < node.outputs.size(); ++p) {
-        if (!ctx.outputs()[p]) continue;
-        // A forwarding task passes on the event that came with the value.
-        std::shared_ptr<Event> event = ready;
-        if (forwards)
-          for (std::size_t i = 0; i < ctx.readies().size() && !event; ++i) event = ctx.readies()[i];
-        if (const auto* a = std::get_if<Array>(&*ctx.outputs()[p]); a && !a->memory().is_host())
-          detail::release_on_home(*a);
-        auto& consumers = node.outputs[p];
-        std::optional<Token> on_host;  // one copy for this output's consumers on CPUs of this rank
-        for (std::size_t c = 0; c < consumers.size(); ++c) {
-          const auto* a = std::get_if<Array>(&*ctx.outputs()[p]);
-          if (node.to_host[p][c] && a && !a->empty() && !a->memory().is_host()) {
-            if (!on_host) on_host = copy_for_host(run, node, *a, event, index, pending);
-            if (!consumers[c]->push(*on_host)) return;
-            continue;
-          }
-          Token t{index, false, c + 1 == consumers.size() ? std::move(*ctx.outputs()[p]) : *ctx.outputs()[p], event};
-          if (!consumers[c]->push(std::move(t))) return;
-        }
-      }
-      if (forwards)
-        for (auto& r : ctx.readies()) r.reset();
-      if (!pending.empty()) retire(false);
-    }
-    if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
-    retire(true);
-    if (node.active) task.stop(ctx);
-    if (gpu) detail::synchronize_stream(node.place.device, ctx.stream());
-    for (auto& consumers : node.outputs)
-      for (auto* c : consumers) c->push(Token{0, true, {}, {}});
-  } catch (...) {
-    run.fail(std::current_exception(), &node);
-  }
-}
-
-}  // namespace
 
 Executor::Executor(ExecutorOptions options) : options_(std::move(options)) {
   if (options_.channel_capacity < 1)
@@ -419,7 +192,7 @@ RunHandle Executor::run(Graph& graph, const Mapping& mapping) {
     Node* node = n.get();
     run.threads.emplace_back([state, node] {
       State& run = *state;
-      if (node->role == detail::Vertex::plain || node->role == detail::Vertex::instance) return drive(run, *node);
+      if (node->role == detail::Vertex::plain || node->role == detail::Vertex::instance) return detail::Actor(run, *node).drive();
       try {
         if (node->role == detail::Vertex::router) {
           std::vector<Channel*> outputs;

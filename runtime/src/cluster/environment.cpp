@@ -102,7 +102,7 @@ void widen_binding(int rank) {
     sched_setaffinity(0, sizeof mine, &mine);
     return;
   }
-  logger("runtime")->info("the launcher bound this rank to CPU {}; Weft's progress, link and task threads need more: "
+  logger("cluster")->info("the launcher bound this rank to CPU {}; Weft's progress, link and task threads need more: "
                           "now on CPUs {} (WEFT_KEEP_BINDING=1 keeps the launcher's binding)",
                           cpu_list(mine), cpu_list(wide));
 }
@@ -168,7 +168,7 @@ Environment::Environment(int& argc, char**& argv) {
     MPI_Query_thread(&level);
     // The watch thread calls MPI beside the progress thread: only with MPI_THREAD_MULTIPLE.
     if (level == MPI_THREAD_MULTIPLE) watch_ = std::make_unique<detail::Watchdog>(rank_, size_, detail::liveness_timeout());
-    else logger("runtime")->warn("MPI offers no MPI_THREAD_MULTIPLE: a stopped or lost rank is left to the launcher");
+    else logger("cluster")->warn("MPI offers no MPI_THREAD_MULTIPLE: a stopped or lost rank is left to the launcher");
   }
   g_current = this;
 }

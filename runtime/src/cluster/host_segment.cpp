@@ -52,7 +52,7 @@ HostSegment::HostSegment(std::size_t bytes, const char* what) {
   if (host_ranks_ == 1) {  // this process's own memory, zero pages until touched
     void* at = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     data_ = at == MAP_FAILED ? nullptr : at;
-    if (!data_) logger("runtime")->warn("no memory for {} ({} bytes)", what, bytes_);
+    if (!data_) logger("cluster")->warn("no memory for {} ({} bytes)", what, bytes_);
     return;
   }
   std::uint64_t largest = bytes_;
@@ -89,7 +89,7 @@ HostSegment::HostSegment(std::size_t bytes, const char* what) {
     if (at != MAP_FAILED) munmap(at, bytes_);
     if (fd_ >= 0) close(fd_);
     fd_ = -1;
-    logger("runtime")->warn("the ranks of this host could not share memory for {} (shm_open '{}', {} bytes)", what,
+    logger("cluster")->warn("the ranks of this host could not share memory for {} (shm_open '{}', {} bytes)", what,
                             name, bytes_);
     return;
   }

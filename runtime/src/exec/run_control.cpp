@@ -90,7 +90,7 @@ void run_balancer(State& run) {
     }
     return;
   }
-  auto log = logger("balance");
+  auto log = logger("migration");
   BalanceModel model(run.plan, run.options.balance, run.options.balance_threshold, run.options.balance_period);
   // A decision's measured gain: the moved task's tokens per second on its old place over the two
   // periods up to the decision, against those on its new place over kAfterPeriods periods from the

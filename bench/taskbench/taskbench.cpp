@@ -130,6 +130,7 @@ nlohmann::json to_json(const Metg& m) {
 
 int main(int argc, char** argv) {
   weft::Environment env(argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows in logs as it comes
   Options o;
   try {
     o = parse(argc, argv);

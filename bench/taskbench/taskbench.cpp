@@ -4,8 +4,13 @@
 // (tasks x d / width) over the measured one; METG is the smallest d at which a peer keeps 50 %
 // (interpolated in log d between the measured durations). Writes bench/results/taskbench.json.
 //
-//   taskbench_bench [--width N] [--steps 1000] [--reps 3] [--d 1,2,5,...] [--patterns a,b]
-//                   [--starpu-sched eager] [--no-starpu] [--quick]
+//   taskbench_bench [--width N] [--steps 1000] [--min-run-ms 20] [--reps 5] [--d 1,2,5,...]
+//                   [--patterns a,b] [--starpu-sched eager] [--no-starpu] [--quick]
+//
+// Steps: --steps, raised at small d so that every run holds at least --min-run-ms of ideal time
+// (1000 steps at 1 µs last 1 ms, and on the 2-core development VM one preemption of a millisecond
+// then halves a run's efficiency; at 20 ms the repetitions agree). The cost of starting a Weft
+// run, inside every Weft time, is measured apart (a one-step run) so that it can be judged.
 //
 // Each task spins d µs and reads its inputs' 16-byte payloads (checked: each carries the step that
 // wrote it, and every peer's checksum must equal the sequential one). How each peer expresses the
@@ -48,7 +53,8 @@ namespace {
 struct Options {
   int width = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int steps = 1000;  // 1000 x 200 µs: 0.2 s a run at the largest default d
-  int reps = 3;
+  double min_run_ms = 20;
+  int reps = 5;
   std::vector<double> d{1, 2, 5, 10, 20, 50, 100, 200};
   std::vector<Pattern> patterns = all_patterns();
   std::string sched = "eager";
@@ -73,6 +79,7 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--width") o.width = std::stoi(value());
     else if (a == "--steps") o.steps = std::stoi(value());
+    else if (a == "--min-run-ms") o.min_run_ms = std::stod(value());
     else if (a == "--reps") o.reps = std::stoi(value());
     else if (a == "--d") {
       o.d.clear();
@@ -89,6 +96,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--quick") {  // the test's size: two durations, a few steps, once
       o.d = {5, 50};
       o.steps = 40;
+      o.min_run_ms = 0;
       o.reps = 1;
     } else throw std::runtime_error("unknown option " + a);
   }
@@ -153,7 +161,8 @@ int main(int argc, char** argv) {
   const double load_before = load_average();
   bool have_starpu = false;
   if (o.starpu) have_starpu = starpu_start(o.width, o.sched);
-  std::printf("Task Bench patterns, width %d, %d steps, %d repetitions, d = ", o.width, o.steps, o.reps);
+  std::printf("Task Bench patterns, width %d, %d steps (more where d < %g µs), %d repetitions, d = ", o.width,
+              o.steps, o.min_run_ms * 1e3 / o.steps, o.reps);
   for (double d : o.d) std::printf("%g ", d);
   std::printf("µs\nStarPU peer: %s\n", o.starpu ? starpu_description().c_str() : "off (--no-starpu)");
 
@@ -168,7 +177,6 @@ int main(int argc, char** argv) {
   std::optional<Metg> stencil;
   for (Pattern p : o.patterns) {
     Graph g{p, o.width, o.steps, 0};
-    const std::uint64_t expected = reference_checksum(g);
     for (int peer = 0; peer < 3; ++peer)  // warm-up: thread pools, page faults, StarPU's first tasks
       if (active(peer)) (void)run_peer(peer, g);
     // What a Weft run costs besides its steps (threads started and joined, the split, the join):
@@ -178,8 +186,12 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 5; ++k) start.push_back(run_weft(Graph{p, o.width, 1, 0}).seconds);
     const double start_us = weft::bench::median(start) * 1e6;
     std::vector<std::vector<double>> eff(3), secs(3);
+    std::vector<int> steps;
     for (double d : o.d) {
       g.work_us = d;
+      g.steps = std::max(o.steps, static_cast<int>(std::ceil(o.min_run_ms * 1e3 / d)));
+      steps.push_back(g.steps);
+      const std::uint64_t expected = reference_checksum(g);
       std::vector<std::vector<double>> t(3);
       for (int rep = 0; rep < o.reps; ++rep)
         for (int k = 0; k < 3; ++k) {
@@ -206,8 +218,7 @@ int main(int argc, char** argv) {
       if (active(peer)) m[peer] = metg(o.d, eff[peer]);
     if (p == Pattern::stencil_1d) stencil = m[0];
 
-    std::printf("\n%s: %lld tasks, METG (µs, d at 50 %% efficiency): weft %s  starpu %s  threads %s", name(p).c_str(),
-                static_cast<long long>(g.tasks()), show(m[0]).c_str(), have_starpu ? show(m[1]).c_str() : "absent",
+    std::printf("\n%s: METG (µs, d at 50 %% efficiency): weft %s  starpu %s  threads %s", name(p).c_str(), show(m[0]).c_str(), have_starpu ? show(m[1]).c_str() : "absent",
                 show(m[2]).c_str());
     const bool free_of_comm = p == Pattern::trivial || p == Pattern::no_comm;
     std::printf("\n  floor: %s", free_of_comm ? "the busy work alone (METG ~ 0)" : "the threads peer (a spinning barrier)");
@@ -217,15 +228,15 @@ int main(int argc, char** argv) {
       ratio = *m[0].us / *m[1].us;
       std::printf("; weft / starpu METG %.2f%s", *ratio, m[0].at_or_below || m[1].at_or_below ? " (bounds)" : "");
     }
-    std::printf("\n  %8s %10s %10s %10s\n", "d (µs)", "weft", "starpu", "threads");
+    std::printf("\n  efficiency\n  %8s %8s %10s %10s %10s\n", "d (µs)", "steps", "weft", "starpu", "threads");
     for (std::size_t k = 0; k < o.d.size(); ++k) {
-      std::printf("  %8g", o.d[k]);
+      std::printf("  %8g %8d", o.d[k], steps[k]);
       for (int peer = 0; peer < 3; ++peer)
         active(peer) ? std::printf(" %10.3f", eff[peer][k]) : std::printf(" %10s", "absent");
       std::printf("\n");
     }
 
-    nlohmann::json j = {{"tasks", g.tasks()}, {"d_us", o.d}};
+    nlohmann::json j = {{"d_us", o.d}, {"steps", steps}};
     for (int peer = 0; peer < 3; ++peer) {
       if (!active(peer)) continue;
       j["metg"][peers[peer]] = to_json(m[peer]);

@@ -4,12 +4,12 @@
 // (tasks x d / width) over the measured one; METG is the smallest d at which a peer keeps 50 %
 // (interpolated in log d between the measured durations). Writes bench/results/taskbench.json.
 //
-//   taskbench_bench [--width N] [--steps 1000] [--min-run-ms 20] [--reps 5] [--d 1,2,5,...]
+//   taskbench_bench [--width N] [--steps 1000] [--min-run-ms 50] [--reps 5] [--d 1,2,5,...]
 //                   [--patterns a,b] [--starpu-sched eager] [--no-starpu] [--no-quiet-check] [--quick]
 //
 // Steps: --steps, raised at small d so that every run holds at least --min-run-ms of ideal time
 // (1000 steps at 1 µs last 1 ms, and on the 2-core development VM one preemption of a millisecond
-// then halves a run's efficiency; at 20 ms the repetitions agree). The cost of starting a Weft
+// then halves a run's efficiency; at 20 ms a scheduler tick of 4 ms still showed). The cost of starting a Weft
 // run, inside every Weft time, is measured apart (a one-step run) so that it can be judged.
 // A repetition during which other processes used the CPU is done again (quiet.hpp).
 //
@@ -55,7 +55,7 @@ namespace {
 struct Options {
   int width = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int steps = 1000;  // 1000 x 200 µs: 0.2 s a run at the largest default d
-  double min_run_ms = 20;
+  double min_run_ms = 50;
   int reps = 5;
   std::vector<double> d{1, 2, 5, 10, 20, 50, 100, 200};
   std::vector<Pattern> patterns = all_patterns();
@@ -270,6 +270,11 @@ int main(int argc, char** argv) {
       j["metg"][peers[peer]] = to_json(m[peer]);
       j["efficiency"][peers[peer]] = eff[peer];
       j["seconds"][peers[peer]] = secs[peer];
+      // What the peer adds to each task: measured time x width / tasks - d. Steadier than METG,
+      // which hinges on the two points around 50 %.
+      std::vector<double> over;
+      for (std::size_t k = 0; k < o.d.size(); ++k) over.push_back(o.d[k] / eff[peer][k] - o.d[k]);
+      j["overhead_per_task_us"][peers[peer]] = over;
     }
     j["weft_one_step_run_us"] = start_us;
     j["floor"] = free_of_comm ? "busy work alone: METG ~ 0" : "threads peer";

@@ -66,8 +66,9 @@ double per_step(int slabs, int steps, std::int64_t rows) {
   g.connect(src.out, p.in());
   g.connect(p.out(), sink.in);
   for (SlabTask* t : p.slabs) g.place(*t, Place::cuda(0));
+  ApiMapper pinned;
   AutoMapper automatic(DeviceChoice::cpu);
-  const Mapping m = map_graph(g, Cluster{{local_devices(0)}}, {&automatic});
+  const Mapping m = map_graph(g, Cluster{{local_devices(0)}}, {&pinned, &automatic});
   Executor ex;
   const auto t0 = Clock::now();
   ex.run(g, m).wait();
@@ -94,6 +95,7 @@ double launch_floor(int steps, std::int64_t elements) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they are printed
   Environment env(argc, argv);
   if (cuda_device_count() == 0) {
     std::printf("halo_gpu_bench: no GPU\n");
@@ -107,11 +109,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
   }
   bench::Result result("halo_gpu", argc, argv);
+  std::printf("warm-up run\n");
   (void)per_step(slabs, 100, rows);  // warm-up: pools, streams, the kernel's module
   std::vector<double> runs, floors;
   for (int r = 0; r < 5; ++r) {
     runs.push_back(per_step(slabs, steps, rows) * 1e6);
     floors.push_back(launch_floor(steps, rows + 2) * 1e6);
+    std::printf("run %d: %.3f us per step, launch floor %.3f us\n", r + 1, runs.back(), floors.back());
   }
   const double step_us = bench::median(runs), floor_us = bench::median(floors);
   std::printf("halo exchange between %d GPU slabs on GPU 0, %lld floats each, one kernel per slab and step\n",

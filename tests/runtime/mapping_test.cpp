@@ -146,6 +146,33 @@ TEST(AutoMapper, UsesGpusOnlyForTasksWithCuda) {
   EXPECT_THROW((void)map_graph(g, cluster(1, 0), {&gpu_only}), ConfigError);
 }
 
+/// A slab task with a CUDA implementation only (never run here).
+class GpuOnlySlab final : public SlabTask {
+ public:
+  explicit GpuOnlySlab(std::string name) : SlabTask(std::move(name), DType::f32) {}
+  [[nodiscard]] bool has_cpu() const override { return false; }
+  [[nodiscard]] bool has_cuda() const override { return true; }
+  void run_slab(Context&, Halo&) override {}
+};
+
+// Slabs with no CPU implementation go to the GPUs even when the mapper was asked for CPUs (it
+// divided by the number of GPU places of the CPU choice, zero, before), and are refused with a
+// clear error where no GPU exists.
+TEST(AutoMapper, PutsGpuOnlySlabsOnGpusWhateverTheChoice) {
+  Graph g;
+  auto& src = g.add<tasks::ArraySource>("read", 1, 8);
+  Partition p = g.add_partition("part", 2, [](int i) { return std::make_unique<GpuOnlySlab>("part." + std::to_string(i)); });
+  auto& sink = g.add<tasks::Collect>("write", std::make_shared<tasks::Collect::Record>());
+  g.connect(src.out, p.in());
+  g.connect(p.out(), sink.in);
+  AutoMapper cpu_only(DeviceChoice::cpu);
+  const Mapping m = map_graph(g, cluster(1, 2), {&cpu_only});
+  EXPECT_EQ(m.at("part.0"), Place::cuda(0));
+  EXPECT_EQ(m.at("part.1"), Place::cuda(1));
+  EXPECT_EQ(m.at("read").str(), "cpu");
+  EXPECT_THROW((void)map_graph(g, cluster(1, 0), {&cpu_only}), ConfigError);
+}
+
 TEST(AutoMapper, SpreadsFarmReplicasOverEachPhysicalGpuOnce) {
   Cluster shared;  // mpirun -np 4 on one host without CUDA_VISIBLE_DEVICES: every rank sees 4 GPUs
   for (int r = 0; r < 4; ++r) {

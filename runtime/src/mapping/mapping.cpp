@@ -85,9 +85,11 @@ std::optional<Place> AutoMapper::place(const Task& task, const Graph& graph, con
   // spread places (one per physical GPU, or the CPU of every rank); other tasks stay on rank 0.
   auto spread = [&](int replica) {
     if (use_gpu) {
+      // A task with no CPU implementation goes to the GPUs even under DeviceChoice::cpu.
       std::vector<Place> all;
-      for (const Place& p : spread_places(cluster, choice_))
+      for (const Place& p : spread_places(cluster, choice_ == DeviceChoice::cpu ? DeviceChoice::gpu : choice_))
         if (p.is_gpu()) all.push_back(p);
+      if (all.empty()) throw ConfigError("task '" + task.name() + "' needs a GPU and none is usable");
       return all[static_cast<std::size_t>(replica) % all.size()];
     }
     return Place::host(replica % cluster.size());

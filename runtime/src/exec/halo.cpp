@@ -11,8 +11,10 @@
 #include "exec/halo.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -44,17 +46,56 @@ struct Ack {
   std::shared_ptr<Event> done;
 };
 
+// One direction between two slabs of this process: one thread pushes, one takes, and at most a
+// few items are ever in flight (a slab posts exchange k + 1 only after the neighbour acknowledged
+// exchange k). No lock: the items are published by the tail's release store, and a thread that
+// found nothing after its spin sleeps on `signal_` (a futex through std::atomic::wait), which
+// every push and the run's cancellation bump, so a wake-up costs a system call only when the
+// other side really sleeps.
+template <class T>
+class Spsc {
+ public:
+  void push(T item) {
+    const std::uint32_t t = tail_.load(std::memory_order_relaxed);
+    if (t - head_.load(std::memory_order_acquire) >= kSlots) throw Error("internal: a halo mailbox overflowed");
+    slots_[t % kSlots] = std::move(item);
+    tail_.store(t + 1, std::memory_order_release);
+    wake();
+  }
+  [[nodiscard]] bool empty() const noexcept {
+    return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_relaxed);
+  }
+  T pop() {
+    const std::uint32_t h = head_.load(std::memory_order_relaxed);
+    T item = std::move(slots_[h % kSlots]);
+    slots_[h % kSlots] = T{};
+    head_.store(h + 1, std::memory_order_release);
+    return item;
+  }
+  [[nodiscard]] std::uint32_t signal() const noexcept { return signal_.load(std::memory_order_acquire); }
+  /// Sleeps until the signal differs from `seen` (a push or a cancellation since it was read).
+  void sleep(std::uint32_t seen) const noexcept { signal_.wait(seen, std::memory_order_acquire); }
+  void wake() noexcept {
+    signal_.fetch_add(1, std::memory_order_release);
+    signal_.notify_all();
+  }
+
+ private:
+  static constexpr std::uint32_t kSlots = 4;
+  std::array<T, kSlots> slots_{};
+  std::atomic<std::uint32_t> head_{0}, tail_{0}, signal_{0};
+};
+
 }  // namespace
 
 struct Mailbox {
-  std::deque<Post> posts;
-  std::deque<Ack> acks;
+  Spsc<Post> posts;
+  Spsc<Ack> acks;
 };
 
 struct HaloLinks::Shared {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool cancelled = false;
+  std::mutex mutex;  // the map of mailboxes (filled before the run)
+  std::atomic<bool> cancelled{false};
   std::map<std::tuple<std::size_t, int, int>, std::unique_ptr<Mailbox>> mailboxes;  // (partition, from, to)
   Mailbox& mailbox(std::size_t partition, int from, int to) {
     auto& m = mailboxes[{partition, from, to}];
@@ -69,6 +110,11 @@ namespace {
 // How long a halo exchange polls for its neighbour before sleeping (where there is more than one core).
 constexpr std::chrono::microseconds kSpin{50};
 const bool kSpinCores = std::thread::hardware_concurrency() > 1;
+inline void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 }  // namespace
 
 struct Halo::Impl {
@@ -198,32 +244,32 @@ struct Halo::Impl {
     if (staged) detail::synchronize_stream(place.device, copy_stream);  // only the boundary rows' work
     for (Side& s : sides)
       if (s.peer >= 0) s.sending = remote->send(gpu ? s.staged_out.raw() : boundary_rows(a, s), n, s.peer, s.send_channel);
-    {
-      std::lock_guard lock(shared->mutex);
-      for (Side& s : sides)
-        if (s.peer < 0) s.out->posts.push_back({token, exchange, boundary_rows(a, s), n, a.memory(), ready});
-    }
-    shared->changed.notify_all();
+    for (Side& s : sides)
+      if (s.peer < 0) s.out->posts.push({token, exchange, boundary_rows(a, s), n, a.memory(), ready});
   }
 
-  template <class T> T take(std::deque<T>& queue, int neighbour, const char* what) {
+  template <class T> T take(detail::Spsc<T>& queue, int neighbour, const char* what) {
     detail::SerialPause pause;  // overlap off: the neighbour needs this rank's serial lock to run
-    std::unique_lock lock(shared->mutex);
     // Both slabs usually run at once and their rows arrive within microseconds: poll a little
-    // (yielding the core) before sleeping, since a condition variable's sleep and wake-up cost
-    // tens of microseconds per exchange (bench/runtime/halo_bench.cpp).
-    if (queue.empty() && !shared->cancelled && kSpinCores) {
+    // before sleeping, since a sleep and its wake-up cost tens of microseconds per exchange
+    // (bench/runtime/halo_bench.cpp). The first polls only relax the core; later ones yield it.
+    if (queue.empty() && kSpinCores) {
       const auto until = std::chrono::steady_clock::now() + kSpin;
-      while (queue.empty() && !shared->cancelled && std::chrono::steady_clock::now() < until) {
-        lock.unlock();
-        std::this_thread::yield();
-        lock.lock();
+      for (int polls = 0; queue.empty() && !shared->cancelled; ++polls) {
+        if (polls < 256) {
+          relax();
+        } else {
+          if (std::chrono::steady_clock::now() >= until) break;
+          std::this_thread::yield();
+        }
       }
     }
-    shared->changed.wait(lock, [&] { return shared->cancelled || !queue.empty(); });
-    if (queue.empty()) stopped(neighbour);
-    T item = std::move(queue.front());
-    queue.pop_front();
+    while (queue.empty()) {
+      if (shared->cancelled) stopped(neighbour);
+      const std::uint32_t seen = queue.signal();
+      if (queue.empty() && !shared->cancelled) queue.sleep(seen);
+    }
+    T item = queue.pop();
     if (item.token != token || item.exchange != exchange)
       throw Error(who() + ": slab " + std::to_string(neighbour) + " sent " + what + " of token " +
                   std::to_string(item.token) + " exchange " + std::to_string(item.exchange) + " for token " +
@@ -262,11 +308,7 @@ struct Halo::Impl {
           if (post.ready) post.ready->synchronize();
           detail::copy_bytes(dst, a.memory(), post.rows, post.memory, n, nullptr);
         }
-        {
-          std::lock_guard lock(shared->mutex);
-          s.in->acks.push_back({token, exchange, std::move(done)});
-        }
-        shared->changed.notify_all();
+        s.in->acks.push({token, exchange, std::move(done)});
       } else {
         if (!remote->wait(*s.receiving)) stopped(s.neighbour);
         s.receiving.reset();
@@ -403,11 +445,12 @@ HaloLinks::~HaloLinks() {
 }
 
 void HaloLinks::cancel() {
-  {
-    std::lock_guard lock(shared_->mutex);
-    shared_->cancelled = true;
+  shared_->cancelled = true;
+  std::lock_guard lock(shared_->mutex);
+  for (auto& [key, mailbox] : shared_->mailboxes) {
+    mailbox->posts.wake();
+    mailbox->acks.wake();
   }
-  shared_->changed.notify_all();
 }
 
 }  // namespace detail

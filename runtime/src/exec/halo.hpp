@@ -32,7 +32,7 @@ class HaloLinks {
   /// Wakes every task waiting for a neighbour (they throw); called when the run stops.
   void cancel();
 
-  struct Shared;  // mailboxes, their lock and the cancellation flag
+  struct Shared;  // the mailboxes (lock-free, one per direction between two slabs) and the cancellation flag
 
  private:
   std::unique_ptr<Shared> shared_;

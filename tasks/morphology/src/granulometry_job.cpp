@@ -46,10 +46,9 @@ class Collector final : public Task {
         throw Error(name() + ": size map " + map.shape().str() + " for planes [" + std::to_string(slab.first) + ", " +
                     std::to_string(slab.end) + ")");
       if (!map.memory().is_host()) map = map.to_host();
-      if (size_map_.smallest) {  // where the slabs sent i32 as computed (N unknown when they started)
+      if (size_map_.smallest && size_map_.sent.as_computed()) {  // N was unknown when the slabs started
         const SizeMapForm wanted = SizeMapForm::smallest(max_size, size_map_.diameter);
-        if (map.dtype() != wanted.dtype || size_map_.sent.as_computed() != wanted.as_computed())
-          map = detail::size_map_in_form(std::move(map), wanted);
+        if (!wanted.as_computed()) map = detail::size_map_in_form(std::move(map), wanted);
       }
       // One slab's map at a time: the writer stores it before the next is taken.
       writer_(slab.first, map, max_size);

@@ -72,18 +72,24 @@ Array balls(Shape shape, int max_radius, double fill, std::uint32_t seed) {
   return a;
 }
 
-void expect_same_as_cpu(const Array& mask, Element e, int max_size, cudaStream_t stream) {
+void expect_same_as_cpu(const Array& mask, const morphology::GranulometryOptions& options, cudaStream_t stream) {
   Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
-  morphology::GranulometryOptions options{e, max_size, true, {}};
   auto cpu = morphology::granulometry_cpu(mask, options);
   auto gpu = morphology::granulometry_gpu(d_mask, options, stream);
   WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  EXPECT_EQ(cpu.remaining, gpu.remaining) << morphology::element_name(e) << " " << mask.shape().str();
-  EXPECT_EQ(cpu.spectrum, gpu.spectrum) << morphology::element_name(e) << " " << mask.shape().str();
+  const std::string what = std::string(morphology::element_name(options.element)) + " " + mask.shape().str() +
+                           " size map " + std::string(dtype_name(options.size_map_form.dtype)) +
+                           (options.size_map_form.diameter ? " diameter" : "");
+  EXPECT_EQ(cpu.remaining, gpu.remaining) << what;
+  EXPECT_EQ(cpu.spectrum, gpu.spectrum) << what;
   ASSERT_FALSE(gpu.size_map.empty());
-  EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
-      << "size map " << morphology::element_name(e) << " " << mask.shape().str();
+  ASSERT_EQ(gpu.size_map.dtype(), options.size_map_form.dtype) << what;
+  EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host())) << what;
+}
+
+void expect_same_as_cpu(const Array& mask, Element e, int max_size, cudaStream_t stream) {
+  expect_same_as_cpu(mask, morphology::GranulometryOptions{e, max_size, true, {}}, stream);
 }
 
 TEST(GranulometryGpu, MatchesCpuOnRandomVolumes) {
@@ -126,21 +132,11 @@ TEST(GranulometryGpu, SizeMapFormsMatchCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   TestStream stream;  // before the arrays ordered on it (TestStream says why)
   Array mask = balls(Shape(33, 40, 52), 7, 0.45, 17);
-  Array d_mask = Array::device(DType::u8, mask.shape(), 0, stream);
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(d_mask.raw(), mask.raw(), mask.bytes(), cudaMemcpyHostToDevice, stream));
   using morphology::SizeMapForm;
   for (Element e : {Element::octahedron, Element::cube, Element::ball})
     for (const SizeMapForm form : {SizeMapForm{DType::u8, false}, SizeMapForm{DType::u8, true},
-                                   SizeMapForm{DType::u16, false}, SizeMapForm{DType::i32, true}}) {
-      morphology::GranulometryOptions options{e, 9, true, form};
-      auto cpu = morphology::granulometry_cpu(mask, options);
-      auto gpu = morphology::granulometry_gpu(d_mask, options, stream);
-      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-      ASSERT_EQ(gpu.size_map.dtype(), form.dtype);
-      EXPECT_EQ(cpu.remaining, gpu.remaining);
-      EXPECT_TRUE(test::same(cpu.size_map, gpu.size_map.to_host()))
-          << morphology::element_name(e) << " " << dtype_name(form.dtype) << (form.diameter ? " diameter" : "");
-    }
+                                   SizeMapForm{DType::u16, false}, SizeMapForm{DType::i32, true}})
+      expect_same_as_cpu(mask, morphology::GranulometryOptions{e, 9, true, form}, stream);
 }
 
 // A slab with a halo (counted planes in the middle, each opening on the counted planes ± n):
